@@ -1,0 +1,2 @@
+/* placeholder until the daemon lands */
+int main(void) { return 0; }

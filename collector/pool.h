@@ -1,0 +1,41 @@
+/*
+ * The worker pool: N threads take jobs from a bounded queue, run their work
+ * off the event loop, and hand them back through a completion queue that
+ * the loop drains in one go (woken with event_active). A full queue refuses
+ * the job so the caller can answer 503 instead of growing memory.
+ */
+#ifndef PROFD_POOL_H
+#define PROFD_POOL_H
+
+#include <sys/queue.h>
+
+struct event_base;
+
+struct pool_job {
+	/* Runs on a worker thread. */
+	void			 (*work)(struct pool_job *);
+	/* Runs on the loop thread after work; may free the job. */
+	void			 (*done)(struct pool_job *);
+	TAILQ_ENTRY(pool_job)	   entry;
+};
+
+struct pool;
+
+/* Starts nworkers threads with room for max_queue waiting jobs. */
+struct pool	*pool_new(struct event_base *, int nworkers, int max_queue);
+/*
+ * Queues a job (loop thread or worker). Returns -1 when the queue is full
+ * or the pool is stopping; the job is then untouched and still the caller's.
+ */
+int		 pool_submit(struct pool *, struct pool_job *);
+/* Like pool_submit but never refuses (for sub-jobs of an accepted job). */
+void		 pool_submit_force(struct pool *, struct pool_job *);
+/* Jobs queued and not yet taken by a worker. */
+int		 pool_queued(struct pool *);
+/* Jobs accepted and not yet completed (queued, running or done-pending). */
+int		 pool_inflight(struct pool *);
+int		 pool_workers(struct pool *);
+/* Stops the threads after the queue is drained; runs pending done()s. */
+void		 pool_free(struct pool *);
+
+#endif

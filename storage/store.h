@@ -1,0 +1,115 @@
+/*
+ * The profile store: metadata (service, type, time, labels, summary) and
+ * the uploaded bytes, behind one small interface so another backend can be
+ * added later. The embedded backend keeps metadata in SQLite (WAL) and blobs
+ * as files under DATA_DIR/blobs/xx/ID.
+ *
+ * Every function may be called from any worker thread at the same time; none
+ * may be called from the event loop thread (they touch disk).
+ */
+#ifndef PROFD_STORE_H
+#define PROFD_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_ID_LEN	20
+
+struct label {
+	char	*key;
+	char	*value;
+};
+
+struct profile_meta {
+	char		 id[STORE_ID_LEN + 1];
+	char		*service;
+	char		*type;
+	int64_t		 created_at;	/* ns since the epoch, UTC */
+	int64_t		 size;		/* bytes as uploaded */
+	int64_t		 samples;
+	char		*sample_types;	/* "samples/count,cpu/nanoseconds" */
+	int64_t		 duration_ns;
+	struct label	*labels;	/* sorted by key, then value */
+	size_t		 nlabels;
+};
+
+/* Frees the members of *m (not m itself). */
+void	profile_meta_clear(struct profile_meta *m);
+/* Frees an array of n metas and the array. */
+void	profile_meta_free_array(struct profile_meta *m, size_t n);
+
+struct store_query {
+	const char		*service;	/* required */
+	const char		*type;		/* NULL: any type */
+	int64_t			 from;		/* ns, inclusive */
+	int64_t			 to;		/* ns, inclusive */
+	const struct label	*labels;	/* AND over all pairs */
+	size_t			 nlabels;
+	size_t			 limit;		/* 0: no limit */
+};
+
+/* Result of store_open's consistency check. */
+struct store_recovery {
+	size_t	orphan_blobs_removed;	/* blobs with no row */
+	size_t	missing_blobs;		/* rows with no blob (reported) */
+	size_t	temp_files_removed;
+};
+
+struct store;
+
+/*
+ * Opens (creating if needed) the store in data_dir, removes blobs with no
+ * row and temp files, and reports rows with no blob. *rec may be NULL.
+ */
+struct store	*store_open(const char *data_dir, struct store_recovery *rec,
+		    char **cause);
+void		 store_close(struct store *);
+
+/*
+ * Stores the bytes and the metadata durably: blob to a temp file, fsync,
+ * rename, then the row (group-committed with concurrent puts). Returns 0
+ * once both are on disk, -1 with *cause otherwise (then nothing is left).
+ */
+int	store_put(struct store *, const struct profile_meta *m,
+	    const void *blob, size_t len, char **cause);
+
+/*
+ * Lists metas matching q, newest first (created_at, then id, descending).
+ * *out: OUT new array (free with profile_meta_free_array), *n: OUT count.
+ */
+int	store_list(struct store *, const struct store_query *q,
+	    struct profile_meta **out, size_t *n, char **cause);
+
+/* Looks one profile up: 0 found, 1 not found, -1 error. */
+int	store_get(struct store *, const char *id, struct profile_meta *out,
+	    char **cause);
+
+/* Reads the stored bytes: 0 ok, 1 not found, -1 error. *buf: OUT (free). */
+int	store_read_blob(struct store *, const char *id, uint8_t **buf,
+	    size_t *len, char **cause);
+
+/* Service names, sorted. *out: OUT array of new strings. */
+int	store_services(struct store *, char ***out, size_t *n, char **cause);
+
+/*
+ * Label keys (key == NULL) or the values of one key, sorted, optionally
+ * limited to one service (service may be NULL).
+ */
+int	store_labels(struct store *, const char *service, const char *key,
+	    char ***out, size_t *n, char **cause);
+
+/*
+ * Deletes up to batch profiles created before cutoff (rows and blobs
+ * together). *deleted: OUT how many. Returns -1 on error.
+ */
+int	store_delete_before(struct store *, int64_t cutoff, size_t batch,
+	    size_t *deleted, char **cause);
+
+/* Totals for /metrics: number of profiles and bytes of blobs. */
+int	store_totals(struct store *, int64_t *profiles, int64_t *bytes,
+	    char **cause);
+
+/* Frees an array of strings returned by store_services/store_labels. */
+void	store_strings_free(char **, size_t);
+
+#endif

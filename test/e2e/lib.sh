@@ -1,0 +1,97 @@
+# Shared helpers for the end-to-end tests: TAP output, and starting the real
+# profd on a free loopback port with a throw-away data directory.
+#
+# Environment (set by `make check`): PROFD (the binary), PROFD_CORPUS (the
+# shared corpus), top_srcdir, top_builddir.
+
+set -u
+: "${PROFD:=${top_builddir:-.}/profd}"
+: "${PROFD_CORPUS:=${top_srcdir:-.}/../shared/corpus}"
+
+T_N=0
+T_FAILED=0
+PROFD_PID=
+PROFD_DIR=
+PROFD_URL=
+T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/profd-test.XXXXXX")
+
+# ok DESC: one passing test.
+ok() { T_N=$((T_N + 1)); echo "ok $T_N - $*"; }
+# not_ok DESC: one failing test.
+not_ok() { T_N=$((T_N + 1)); T_FAILED=$((T_FAILED + 1)); echo "not ok $T_N - $*"; }
+# diag MSG: a comment line in the TAP stream.
+diag() { printf '# %s\n' "$*"; }
+# check DESC CMD...: passes if CMD succeeds.
+check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
+# is GOT WANT DESC: passes if the two strings are equal.
+is() {
+	if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3"; diag "got:  '$1'"; diag "want: '$2'"; fi
+}
+# skip_all WHY: the whole file is skipped.
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+# done_testing: prints the plan, stops the daemon, exits non-zero on failure.
+done_testing() {
+	[ -n "$PROFD_PID" ] && profd_stop
+	echo "1..$T_N"
+	[ "$T_FAILED" -eq 0 ]
+	exit $?
+}
+
+# profd_start [FLAGS...]: starts profd on 127.0.0.1:0 with a new data dir
+# (or $PROFD_DIR if already set) and sets PROFD_URL, PROFD_PID, PROFD_LOG.
+profd_start() {
+	[ -n "$PROFD_DIR" ] || PROFD_DIR=$(mktemp -d "$T_TMP/data.XXXXXX")
+	PROFD_LOG=$PROFD_DIR.log
+	: > "$PROFD_LOG"
+	"$PROFD" --addr 127.0.0.1:0 --data-dir "$PROFD_DIR" "$@" 2>>"$PROFD_LOG" &
+	PROFD_PID=$!
+	local i port=
+	for i in $(seq 1 200); do
+		port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$PROFD_LOG" | tail -n 1)
+		[ -n "$port" ] && break
+		kill -0 "$PROFD_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	if [ -z "$port" ]; then
+		diag "profd did not start:"; sed 's/^/# /' "$PROFD_LOG"
+		PROFD_PID=
+		return 1
+	fi
+	PROFD_URL="http://127.0.0.1:$port"
+}
+
+# profd_stop: SIGTERM, wait, and fail the test run if the exit was unclean
+# (a sanitizer report makes the exit status non-zero).
+profd_stop() {
+	local rc=0
+	[ -n "$PROFD_PID" ] || return 0
+	kill -TERM "$PROFD_PID" 2>/dev/null
+	wait "$PROFD_PID" || rc=$?
+	PROFD_PID=
+	if [ "$rc" -eq 0 ]; then
+		ok "profd exited cleanly on SIGTERM"
+	else
+		not_ok "profd exited cleanly on SIGTERM (status $rc)"
+		grep -E 'ERROR|runtime error|Sanitizer|leak' "$PROFD_LOG" | head -40 | sed 's/^/# /'
+	fi
+}
+
+# api PATH [CURL ARGS...]: GET/POST against the daemon; prints the body and
+# leaves the status code in $HTTP_CODE.
+api() {
+	local path=$1; shift
+	local out=$T_TMP/body.$$
+	HTTP_CODE=$(curl -s -o "$out" -w '%{http_code}' "$@" "$PROFD_URL$path")
+	cat "$out"
+}
+
+# upload FILE QUERY: POSTs FILE to /api/0/profiles?QUERY; prints the reply.
+upload() {
+	api "/api/0/profiles?$2" --data-binary "@$1" -H 'Content-Type: application/octet-stream'
+}
+
+_cleanup() {
+	[ -n "$PROFD_PID" ] && kill -KILL "$PROFD_PID" 2>/dev/null
+	rm -rf "$T_TMP"
+}
+trap _cleanup EXIT
