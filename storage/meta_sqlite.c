@@ -55,8 +55,8 @@ static const char *meta_stmt_sql[META_STMT_COUNT] = {
 	[META_STMT_LABEL_ID] =
 	    "SELECT label_id FROM labels WHERE key = ?1 AND value = ?2",
 	[META_STMT_INSERT_PROFILE_LABEL] =
-	    "INSERT OR IGNORE INTO profile_labels (label_id, profile_pk) "
-	    "VALUES (?1, ?2)",
+	    "INSERT OR IGNORE INTO profile_labels (label_id, profile_pk, "
+	    "service, created_at) VALUES (?1, ?2, ?3, ?4)",
 	[META_STMT_SERVICE_LABEL_ADD] =
 	    "INSERT INTO service_labels (service, label_id, refs) "
 	    "VALUES (?1, ?2, 1) ON CONFLICT (service, label_id) "
@@ -70,7 +70,8 @@ static const char *meta_stmt_sql[META_STMT_COUNT] = {
 	    "sample_types, duration_ns FROM profiles WHERE id = ?1",
 	[META_STMT_LABEL_COUNT] =
 	    "SELECT count(*) FROM (SELECT 1 FROM profile_labels "
-	    "WHERE label_id = ?1 LIMIT ?2)",
+	    "INDEXED BY profile_labels_label_time WHERE label_id = ?6 "
+	    "AND service = ?1 AND created_at BETWEEN ?3 AND ?4 LIMIT ?5)",
 	[META_STMT_WINDOW_COUNT] =
 	    "SELECT count(*) FROM (SELECT 1 FROM profiles "
 	    "INDEXED BY profiles_service_time WHERE service = ?1 "
@@ -137,12 +138,20 @@ static const char meta_schema[] =
 	" key TEXT NOT NULL,"
 	" value TEXT NOT NULL,"
 	" UNIQUE (key, value));"
+	/*
+	 * service and created_at are copies from the profile row, so that
+	 * "label + service + time range, newest first" is one index walk.
+	 */
 	"CREATE TABLE IF NOT EXISTS profile_labels ("
 	" label_id INTEGER NOT NULL,"
 	" profile_pk INTEGER NOT NULL,"
+	" service TEXT NOT NULL,"
+	" created_at INTEGER NOT NULL,"
 	" PRIMARY KEY (label_id, profile_pk)) WITHOUT ROWID;"
 	"CREATE INDEX IF NOT EXISTS profile_labels_profile"
-	" ON profile_labels (profile_pk, label_id);"
+	" ON profile_labels (profile_pk);"
+	"CREATE INDEX IF NOT EXISTS profile_labels_label_time"
+	" ON profile_labels (label_id, service, created_at);"
 	"CREATE TABLE IF NOT EXISTS service_labels ("
 	" service TEXT NOT NULL,"
 	" label_id INTEGER NOT NULL,"
@@ -444,6 +453,8 @@ meta_write_row(struct meta_conn *w, const struct profile_meta *m,
 			return -1;
 		sqlite3_bind_int64(s, 1, label_id);
 		sqlite3_bind_int64(s, 2, pk);
+		meta_bind_text(s, 3, m->service);
+		sqlite3_bind_int64(s, 4, m->created_at);
 		if (meta_step_done(w, s, cause, "insert profile label") == -1)
 			return -1;
 		if (sqlite3_changes(w->db) == 0)
