@@ -22,6 +22,7 @@
  * carrying a pair, so the label listings are small index walks; it is kept
  * current by inserts and retention deletes.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 
 #define META_BUSY_TIMEOUT_MS	10000
 #define META_MMAP_SIZE		"268435456"
+#define META_WRITER_CACHE_KIB	"65536"
 #define META_SCHEMA_VERSION	1
 /* Pages returned to the file system after each retention batch. */
 #define META_VACUUM_PAGES	4096
@@ -297,7 +299,9 @@ meta_sqlite_open(const char *path, char **cause)
 
 	if ((w = meta_conn_open(path, cause)) == NULL)
 		return NULL;
-	if (meta_schema_init(w, cause) == -1) {
+	/* The writer touches every index on each insert: keep them cached. */
+	if (meta_exec(w->db, "PRAGMA cache_size = -" META_WRITER_CACHE_KIB,
+	    cause, path) == -1 || meta_schema_init(w, cause) == -1) {
 		meta_conn_close(w);
 		return NULL;
 	}
@@ -395,13 +399,68 @@ meta_step_done(struct meta_conn *c, sqlite3_stmt *s, char **cause,
 	return 0;
 }
 
+/*
+ * Label ids seen during one bulk transaction (insert_many), so repeated
+ * pairs skip two statements. Only valid until that transaction ends: a
+ * rollback would make its ids stale, so it never outlives one.
+ */
+#define META_LCACHE_SIZE	4096	/* power of two */
+struct meta_lcache {
+	struct {
+		char	*kv;		/* key '\0' value, or NULL */
+		size_t	 len;
+		int64_t	 id;
+	} slot[META_LCACHE_SIZE];
+};
+
+/* Hashes (key, value) with FNV-1a into a slot index; sets kv and len. */
+static size_t
+meta_lcache_hash(const struct label *l, char *kv, size_t *len)
+{
+	size_t		 klen = strlen(l->key), vlen = strlen(l->value), i;
+	uint64_t	 h = 1469598103934665603ULL;
+
+	memcpy(kv, l->key, klen + 1);
+	memcpy(kv + klen + 1, l->value, vlen);
+	*len = klen + 1 + vlen;
+	for (i = 0; i < *len; i++)
+		h = (h ^ (uint8_t)kv[i]) * 1099511628211ULL;
+	return (size_t)h & (META_LCACHE_SIZE - 1);
+}
+
+/* Frees the cache's strings and the cache. */
+static void
+meta_lcache_free(struct meta_lcache *lc)
+{
+	size_t	i;
+
+	if (lc == NULL)
+		return;
+	for (i = 0; i < META_LCACHE_SIZE; i++)
+		free(lc->slot[i].kv);
+	free(lc);
+}
+
 /* Finds or creates the label (key, value); *id: OUT its label_id. */
 static int
-meta_label_id(struct meta_conn *w, const struct label *l, int64_t *id,
-    char **cause)
+meta_label_id(struct meta_conn *w, struct meta_lcache *lc,
+    const struct label *l, int64_t *id, char **cause)
 {
 	sqlite3_stmt	*s;
+	char		 kv[1024];
+	size_t		 h = 0, len = 0;
 	int		 rc;
+
+	if (lc != NULL && l->key != NULL && l->value != NULL &&
+	    strlen(l->key) + strlen(l->value) + 1 < sizeof kv) {
+		h = meta_lcache_hash(l, kv, &len);
+		if (lc->slot[h].kv != NULL && lc->slot[h].len == len &&
+		    memcmp(lc->slot[h].kv, kv, len) == 0) {
+			*id = lc->slot[h].id;
+			return 0;
+		}
+	} else
+		lc = NULL;
 
 	if ((s = meta_sqlite_stmt(w, META_STMT_INSERT_LABEL, cause)) == NULL)
 		return -1;
@@ -419,13 +478,23 @@ meta_label_id(struct meta_conn *w, const struct label *l, int64_t *id,
 	sqlite3_reset(s);
 	if (rc != SQLITE_ROW)
 		return meta_sqlite_error(w->db, cause, "find label");
+	if (lc != NULL) {
+		free(lc->slot[h].kv);
+		lc->slot[h].kv = xmalloc(len);
+		memcpy(lc->slot[h].kv, kv, len);
+		lc->slot[h].len = len;
+		lc->slot[h].id = *id;
+	}
 	return 0;
 }
 
-/* Writes one profile row and its labels inside the open transaction. */
+/*
+ * Writes one profile row and its labels inside the open transaction; lc
+ * (may be NULL) caches label ids for this transaction.
+ */
 static int
-meta_write_row(struct meta_conn *w, const struct profile_meta *m,
-    char **cause)
+meta_write_row(struct meta_conn *w, struct meta_lcache *lc,
+    const struct profile_meta *m, char **cause)
 {
 	sqlite3_stmt	*s;
 	int64_t		 pk, label_id = 0;
@@ -446,7 +515,7 @@ meta_write_row(struct meta_conn *w, const struct profile_meta *m,
 	pk = sqlite3_last_insert_rowid(w->db);
 
 	for (i = 0; i < m->nlabels; i++) {
-		if (meta_label_id(w, &m->labels[i], &label_id, cause) == -1)
+		if (meta_label_id(w, lc, &m->labels[i], &label_id, cause) == -1)
 			return -1;
 		s = meta_sqlite_stmt(w, META_STMT_INSERT_PROFILE_LABEL, cause);
 		if (s == NULL)
@@ -509,7 +578,7 @@ meta_commit_batch(struct meta_sqlite *ms, struct meta_put *batch,
 			p->rc = -1;
 			continue;
 		}
-		if (meta_write_row(w, p->m, &p->cause) == -1) {
+		if (meta_write_row(w, NULL, p->m, &p->cause) == -1) {
 			p->rc = -1;
 			sqlite3_exec(w->db, "ROLLBACK TO row", NULL, NULL, NULL);
 		}
@@ -593,6 +662,7 @@ meta_sqlite_insert_many(struct meta_sqlite *ms, const struct profile_meta *m,
     size_t n, char **cause)
 {
 	struct meta_conn	*w = ms->writer;
+	struct meta_lcache	*lc = NULL;
 	int64_t			 bytes = 0;
 	size_t			 i;
 	int			 ret = -1;
@@ -603,8 +673,9 @@ meta_sqlite_insert_many(struct meta_sqlite *ms, const struct profile_meta *m,
 
 	if (meta_exec(w->db, "BEGIN IMMEDIATE", cause, "begin") == -1)
 		goto out;
+	lc = xcalloc(1, sizeof *lc);
 	for (i = 0; i < n; i++) {
-		if (meta_write_row(w, &m[i], cause) == -1) {
+		if (meta_write_row(w, lc, &m[i], cause) == -1) {
 			sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
 			goto out;
 		}
@@ -616,6 +687,7 @@ meta_sqlite_insert_many(struct meta_sqlite *ms, const struct profile_meta *m,
 	}
 	ret = 0;
 out:
+	meta_lcache_free(lc);
 	pthread_mutex_lock(&ms->mu);
 	if (ret == 0 && ms->totals_known) {
 		ms->total_profiles += (int64_t)n;
