@@ -36,7 +36,7 @@
 #define META_WRITER_CACHE_KIB	"65536"
 #define META_SCHEMA_VERSION	1
 /* Pages returned to the file system after each retention batch. */
-#define META_VACUUM_PAGES	4096
+#define META_VACUUM_PAGES	"4096"
 
 /* One row waiting for the group commit. */
 struct meta_put {
@@ -810,8 +810,8 @@ meta_sqlite_delete_before(struct meta_sqlite *ms, int64_t cutoff,
 	}
 	if (meta_exec(w->db, "COMMIT", cause, "delete: commit") == -1)
 		goto rollback;
-	if (nrows > 0 && meta_exec(w->db, "PRAGMA incremental_vacuum(" 
-	    "4096)", &why, "incremental vacuum") == -1) {
+	if (nrows > 0 && meta_exec(w->db, "PRAGMA incremental_vacuum("
+	    META_VACUUM_PAGES ")", &why, "incremental vacuum") == -1) {
 		log_warn("%s: %s", __func__, why);
 		free(why);
 		why = NULL;
