@@ -275,7 +275,6 @@ test_mismatch_and_align(void)
 	ok(cause != NULL && strcmp(cause, "sample types differ: "
 	    "samples/count,cpu/nanoseconds vs alloc_objects/count,"
 	    "alloc_space/bytes") == 0, "mismatch: cause names both");
-	    cause);
 	free(cause);
 	cause = NULL;
 	ok(merge_add(m, &u->p, &cause) == -1 && merge_mismatch(m) &&
