@@ -326,6 +326,8 @@ tl_canon(const Perftools__Profiles__Profile *p, int aggregate)
 	struct tl_lines keys = { NULL, 0 };
 	size_t i, j, k, nt = p->n_sample_type, *order;
 	char *out = NULL, **labs;
+	size_t outlen = 0;
+	FILE *o = open_memstream(&out, &outlen);
 	int64_t **vals;
 	char **const st = p->string_table;
 
@@ -409,11 +411,11 @@ tl_canon(const Perftools__Profiles__Profile *p, int aggregate)
 	}
 	keys.n = p->n_sample;
 	qsort(keys.v, keys.n, sizeof *keys.v, tl_strcmp);
-	tl_cat(&out, "types:");
+	fprintf(o, "types:");
 	for (j = 0; j < nt; j++)
-		tl_cat(&out, " %s/%s", st[p->sample_type[order[j]]->type],
+		fprintf(o, " %s/%s", st[p->sample_type[order[j]]->type],
 		    st[p->sample_type[order[j]]->unit]);
-	tl_cat(&out, "\n");
+	fprintf(o, "\n");
 	for (i = 0; i < keys.n; ) {
 		char *tab = strrchr(keys.v[i], '\t');
 		size_t klen = (size_t)(tab - keys.v[i]), idx;
@@ -436,10 +438,10 @@ tl_canon(const Perftools__Profiles__Profile *p, int aggregate)
 			if (sum[j] != 0)
 				nonzero = 1;
 		if (nonzero || !aggregate) {
-			tl_cat(&out, "%.*s =", (int)klen, keys.v[i]);
+			fprintf(o, "%.*s =", (int)klen, keys.v[i]);
 			for (j = 0; j < nt && j < 8; j++)
-				tl_cat(&out, " %lld", (long long)sum[j]);
-			tl_cat(&out, "\n");
+				fprintf(o, " %lld", (long long)sum[j]);
+			fprintf(o, "\n");
 		}
 		i = k;
 	}
@@ -450,6 +452,7 @@ tl_canon(const Perftools__Profiles__Profile *p, int aggregate)
 	free(keys.v);
 	free(vals);
 	free(order);
+	fclose(o);
 	return out;
 }
 
