@@ -29,11 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zlib.h>
-
 #include "collector/arena.h"
 #include "collector/merge.h"
 #include "common/xmalloc.h"
+#include "proto/pprof.h"
 
 #define NONE	UINT32_MAX
 
@@ -1184,52 +1183,13 @@ merge_result(struct merge *m)
 	return p;
 }
 
-/* Gzips len bytes of in into a new buffer. */
-static int
-merge_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen,
-    char **cause)
-{
-	z_stream zs;
-	uint8_t *buf;
-	size_t cap;
-	int zr;
-
-	memset(&zs, 0, sizeof zs);
-	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-	    Z_DEFAULT_STRATEGY) != Z_OK)
-		return xcause(cause, "deflateInit2 failed");
-	cap = deflateBound(&zs, len) + 64;
-	buf = xmalloc(cap);
-	zs.next_in = (uint8_t *)in;
-	zs.avail_in = len;		/* results stay far below 4 GiB */
-	zs.next_out = buf;
-	zs.avail_out = cap;
-	zr = deflate(&zs, Z_FINISH);
-	if (zr != Z_STREAM_END) {
-		deflateEnd(&zs);
-		free(buf);
-		return xcause(cause, "deflate failed (%d)", zr);
-	}
-	*outlen = zs.total_out;
-	deflateEnd(&zs);
-	*out = buf;
-	return 0;
-}
-
 /* Builds the merged profile, serializes and gzips it. */
 int
 merge_result_gzip(struct merge *m, uint8_t **out, size_t *len, char **cause)
 {
-	const Perftools__Profiles__Profile *p = merge_result(m);
-	size_t rawlen;
-	uint8_t *raw;
 	int rc;
 
-	rawlen = perftools__profiles__profile__get_packed_size(p);
-	raw = xmalloc(rawlen);
-	perftools__profiles__profile__pack(p, raw);
-	rc = merge_gzip(raw, rawlen, out, len, cause);
-	free(raw);
+	rc = pprof_encode_gzip(merge_result(m), out, len, cause);
 	arena_reset(m->out);
 	return rc;
 }

@@ -4,7 +4,8 @@
  * A merge request runs as one job on a pool worker (the caller). It claims
  * inputs one at a time from an atomic counter, and queues helper jobs that
  * claim from the same counter. Each participant (caller or helper) fetches,
- * inflates and decodes its inputs into its own arena and folds them into
+ * inflates, decodes and validates (pprof_load) its inputs into its own
+ * arena and folds them into
  * its own struct merge, so memory is one result-sized merge per
  * participant however many inputs there are. When the counter runs out the
  * caller closes the run, waits only for helpers that had already joined,
@@ -23,15 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zlib.h>
-
 #include "collector/arena.h"
 #include "collector/merge.h"
 #include "collector/merge_run.h"
 #include "collector/pool.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
-#include "profile.pb-c.h"
+#include "proto/pprof.h"
 
 /* Cap on one inflated profile when the caller gives none (DESIGN.md). */
 #define MERGE_RUN_MAX_INFLATED	((size_t)256 * 1024 * 1024)
@@ -59,9 +58,7 @@ struct merge_run_state {
 /* What one participant owns while it works. */
 struct merge_run_share {
 	struct merge		*m;
-	struct arena		*arena;
-	uint8_t			*raw;		/* inflate buffer, reused */
-	size_t			 raw_cap;
+	struct arena		*arena;		/* decoded inputs, one at a time */
 };
 
 struct merge_run_job {
@@ -105,79 +102,6 @@ merge_run_fail(struct merge_run_state *st, int code, char *cause)
 	free(cause);
 }
 
-/*
- * Inflates in (gzip, possibly several members, or raw protobuf) into the
- * share's buffer, at most max bytes. *raw, *rawlen: OUT the bytes.
- */
-static int
-merge_run_inflate(struct merge_run_share *sh, const uint8_t *in, size_t len,
-    size_t max, const uint8_t **raw, size_t *rawlen, char **cause)
-{
-	z_stream zs;
-	size_t have = 0;
-	int zr, rc = -1;
-
-	if (len < 2 || in[0] != 0x1f || in[1] != 0x8b) {
-		if (len > max)
-			return xcause(cause, "profile larger than %zu bytes",
-			    max);
-		*raw = in;
-		*rawlen = len;
-		return 0;
-	}
-	memset(&zs, 0, sizeof zs);
-	if (inflateInit2(&zs, 15 + 16) != Z_OK)
-		return xcause(cause, "inflateInit2 failed");
-	zs.next_in = (uint8_t *)in;
-	zs.avail_in = len > UINT32_MAX ? UINT32_MAX : (uInt)len;
-	for (;;) {
-		if (have == sh->raw_cap) {
-			if (sh->raw_cap >= max) {
-				xcause(cause, "profile inflates to more than "
-				    "%zu bytes", max);
-				goto out;
-			}
-			sh->raw_cap = sh->raw_cap ? sh->raw_cap * 2 : 256 * 1024;
-			if (sh->raw_cap > max)
-				sh->raw_cap = max;
-			sh->raw = xreallocarray(sh->raw, sh->raw_cap, 1);
-		}
-		zs.next_out = sh->raw + have;
-		zs.avail_out = (uInt)(sh->raw_cap - have > UINT32_MAX ?
-		    UINT32_MAX : sh->raw_cap - have);
-		zr = inflate(&zs, Z_NO_FLUSH);
-		have = (size_t)(zs.next_out - sh->raw);
-		if (zr == Z_STREAM_END) {
-			/* Another gzip member may follow. */
-			if (zs.avail_in == 0)
-				break;
-			if (zs.avail_in < 2 || zs.next_in[0] != 0x1f ||
-			    zs.next_in[1] != 0x8b) {
-				xcause(cause, "%u bytes of trailing garbage "
-				    "after gzip data", zs.avail_in);
-				goto out;
-			}
-			inflateReset(&zs);
-			continue;
-		}
-		if (zr == Z_BUF_ERROR && zs.avail_in == 0) {
-			xcause(cause, "truncated gzip data");
-			goto out;
-		}
-		if (zr != Z_OK && zr != Z_BUF_ERROR) {
-			xcause(cause, "bad gzip data: %s",
-			    zs.msg ? zs.msg : "inflate failed");
-			goto out;
-		}
-	}
-	*raw = sh->raw;
-	*rawlen = have;
-	rc = 0;
-out:
-	inflateEnd(&zs);
-	return rc;
-}
-
 /* Fetches, decodes and merges input i into the share. */
 static int
 merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
@@ -185,8 +109,7 @@ merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
 {
 	Perftools__Profiles__Profile *p;
 	uint8_t *buf = NULL;
-	const uint8_t *raw = NULL;
-	size_t len = 0, rawlen = 0;
+	size_t len = 0;
 	char *cause = NULL, *why = NULL;
 	int rc = -1;
 
@@ -195,16 +118,11 @@ merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
 		merge_run_fail(st, 500, cause);
 		goto out;
 	}
-	if (merge_run_inflate(sh, buf, len, st->max_inflated, &raw, &rawlen,
-	    &why) != 0) {
-		merge_run_fail(st, 500, xasprintf("profile %zu: %s", i, why));
-		goto out;
-	}
-	p = perftools__profiles__profile__unpack(arena_allocator(sh->arena),
-	    rawlen, raw);
+	p = pprof_load(buf, len, st->max_inflated, arena_allocator(sh->arena),
+	    &why);
 	if (p == NULL) {
-		merge_run_fail(st, 500, xasprintf("profile %zu does not decode "
-		    "as a pprof Profile", i));
+		merge_run_fail(st, 500, xasprintf("stored profile %zu no longer "
+		    "decodes: %s", i, why ? why : "invalid"));
 		goto out;
 	}
 	if (merge_add(sh->m, p, &why) != 0) {
@@ -254,7 +172,6 @@ static void
 merge_run_share_done(struct merge_run_share *sh, int drop_merge)
 {
 	arena_free(sh->arena);
-	free(sh->raw);
 	if (drop_merge) {
 		merge_free(sh->m);
 		sh->m = NULL;
