@@ -4,10 +4,14 @@
  * merge benchmark.
  *
  *   merge_files [-j WORKERS] [-v] OUT FILE...
+ *   merge_files -R START,STEP,COUNT OUTDIR FILE...
  *
  * -j runs the merge with a worker pool of that many threads (default: no
  * pool, one thread). -v prints what the result holds to stderr:
  * "profiles=N samples=S locations=L functions=F mappings=M bytes=B".
+ * -R writes COUNT copies of the FILEs (cycling) as OUTDIR/NNNNN.pb.gz, copy
+ * k with time_nanos START + k * STEP and nothing else changed (for the
+ * benchmark, which needs distinct timestamps).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +25,7 @@
 #include "collector/merge_run.h"
 #include "collector/pool.h"
 #include "common/xmalloc.h"
+#include "proto/pprof.h"
 #include "test/unit/merge_testlib.h"
 
 /* Reads file i of the argument list. */
@@ -48,9 +53,48 @@ merge_files_fetch(void *arg, size_t i, uint8_t **buf, size_t *len,
 	return 0;
 }
 
+/* -R: writes count re-timestamped copies of files into dir. */
+static int
+merge_files_retime(const char *spec, const char *dir, char **files,
+    size_t nfiles)
+{
+	long long start, step, count, k;
+	Perftools__Profiles__Profile *p;
+	uint8_t *buf, *out;
+	size_t len, outlen;
+	char *cause = NULL, *path;
+	FILE *f;
+
+	if (sscanf(spec, "%lld,%lld,%lld", &start, &step, &count) != 3 ||
+	    nfiles == 0)
+		return 2;
+	for (k = 0; k < count; k++) {
+		if (merge_files_fetch(files, (size_t)k % nfiles, &buf, &len,
+		    &cause) != 0 || (p = pprof_load(buf, len, SIZE_MAX, NULL,
+		    &cause)) == NULL || (p->time_nanos = start + k * step,
+		    pprof_encode_gzip(p, &out, &outlen, &cause)) != 0) {
+			fprintf(stderr, "merge_files: %s\n", cause);
+			return 1;
+		}
+		path = xasprintf("%s/%05lld.pb.gz", dir, k);
+		if ((f = fopen(path, "wb")) == NULL ||
+		    fwrite(out, 1, outlen, f) != outlen || fclose(f) != 0) {
+			fprintf(stderr, "merge_files: %s: %s\n", path,
+			    strerror(errno));
+			return 1;
+		}
+		free(path);
+		free(out);
+		free(buf);
+		pprof_free(p, NULL);
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
+	const char *retime = NULL;
 	struct event_base *base = NULL;
 	struct pool *pool = NULL;
 	uint8_t *out = NULL;
@@ -59,8 +103,11 @@ main(int argc, char **argv)
 	int c, workers = 0, verbose = 0, code = 0, rc;
 	FILE *f;
 
-	while ((c = getopt(argc, argv, "j:v")) != -1) {
+	while ((c = getopt(argc, argv, "j:R:v")) != -1) {
 		switch (c) {
+		case 'R':
+			retime = optarg;
+			break;
 		case 'j':
 			workers = atoi(optarg);
 			break;
@@ -75,6 +122,12 @@ main(int argc, char **argv)
 	argv += optind;
 	if (argc < 2)
 		goto usage;
+	if (retime != NULL) {
+		if ((rc = merge_files_retime(retime, argv[0], argv + 1,
+		    (size_t)argc - 1)) == 2)
+			goto usage;
+		return rc;
+	}
 	if (workers > 0) {
 		evthread_use_pthreads();
 		base = event_base_new();
@@ -112,6 +165,7 @@ main(int argc, char **argv)
 	free(out);
 	return 0;
 usage:
-	fprintf(stderr, "usage: merge_files [-j workers] [-v] OUT FILE...\n");
+	fprintf(stderr, "usage: merge_files [-j workers] [-v] OUT FILE...\n"
+	    "       merge_files -R start,step,count OUTDIR FILE...\n");
 	return 2;
 }
