@@ -90,6 +90,7 @@ struct merge {
 
 	/* Header of the result. */
 	size_t		 ntypes;
+	int		 types_fixed;	/* set by merge_expect_types */
 	uint32_t	*type_type;
 	uint32_t	*type_unit;
 	int		 have_period_type;
@@ -416,6 +417,40 @@ size_t merge_functions(const struct merge *m) { return m->funcs.n; }
 size_t merge_mappings(const struct merge *m) { return m->maps.n; }
 size_t merge_strings(const struct merge *m) { return m->strs.n; }
 
+/* Fixes the sample types before the first input. */
+void
+merge_expect_types(struct merge *m, size_t n, const char *const *type,
+    const char *const *unit)
+{
+	size_t i;
+
+	free(m->type_type);
+	free(m->type_unit);
+	m->type_type = xcalloc(n + 1, sizeof *m->type_type);
+	m->type_unit = xcalloc(n + 1, sizeof *m->type_unit);
+	for (i = 0; i < n; i++) {
+		m->type_type[i] = merge_intern(m, type[i]);
+		m->type_unit[i] = merge_intern(m, unit[i]);
+	}
+	m->ntypes = n;
+	m->types_fixed = 1;
+}
+
+size_t
+merge_ntypes(const struct merge *m)
+{
+	return m->ntypes;
+}
+
+/* The i-th sample type; *unit gets its unit. */
+const char *
+merge_type(const struct merge *m, size_t i, const char **unit)
+{
+	if (unit != NULL)
+		*unit = keyset_key(&m->strs, m->type_unit[i], NULL);
+	return keyset_key(&m->strs, m->type_type[i], NULL);
+}
+
 /* True if the last failure was a sample type mismatch. */
 int
 merge_mismatch(const struct merge *m)
@@ -481,7 +516,7 @@ merge_align_types(struct merge *m, const Perftools__Profiles__Profile *p,
 			return -1;
 	}
 	merge_grow(&m->perm, &m->perm_cap, nt + 1, sizeof *m->perm);
-	if (m->ninputs == 0) {
+	if (m->ninputs == 0 && !m->types_fixed) {
 		for (i = 0; i < nt; i++)
 			m->perm[i] = i;
 		return 0;
@@ -865,7 +900,7 @@ merge_add_weighted(struct merge *m, const Perftools__Profiles__Profile *p,
 	    merge_check_samples(m, p, cause) != 0 ||
 	    merge_check_header(p, cause) != 0)
 		goto out;
-	if (m->ninputs == 0) {
+	if (m->ninputs == 0 && !m->types_fixed) {
 		/* The first input fixes the sample types. */
 		free(m->type_type);
 		free(m->type_unit);

@@ -35,6 +35,17 @@ int		 merge_mismatch(const struct merge *m);
  */
 int		 merge_combine(struct merge *into, struct merge *from, char **cause);
 
+/*
+ * Fixes m's sample types before any input (n pairs type[i]/unit[i]), so
+ * its first input is checked against them rather than setting them: a
+ * parallel share then reports a mismatch against the run's first input.
+ */
+void		 merge_expect_types(struct merge *m, size_t n,
+		    const char *const *type, const char *const *unit);
+/* m's i-th sample type and unit (i < merge_ntypes(m)). */
+size_t		 merge_ntypes(const struct merge *m);
+const char	*merge_type(const struct merge *m, size_t i, const char **unit);
+
 /* Number of input profiles folded in (directly or through combine). */
 size_t		 merge_count(const struct merge *m);
 /* Distinct samples, locations, functions, mappings, strings held so far. */

@@ -51,6 +51,9 @@ struct merge_run_state {
 	void			*arg;
 	size_t			 max_inflated;
 	const volatile int	*cancel;
+	size_t			 ntypes;	/* input 0's sample types */
+	char			**types;
+	char			**units;
 	atomic_size_t		 next;		/* next unclaimed input */
 	atomic_int		 stop;		/* failure or cancel */
 };
@@ -82,6 +85,12 @@ merge_run_unref(struct merge_run_state *st)
 		merge_free(st->results[i]);
 	free(st->results);
 	free(st->cause);
+	for (i = 0; i < st->ntypes; i++) {
+		free(st->types[i]);
+		free(st->units[i]);
+	}
+	free(st->types);
+	free(st->units);
 	pthread_cond_destroy(&st->cond);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
@@ -196,6 +205,8 @@ merge_run_job_work(struct pool_job *job)
 	pthread_mutex_unlock(&st->lock);
 
 	merge_run_share_init(&sh);
+	merge_expect_types(sh.m, st->ntypes, (const char *const *)st->types,
+	    (const char *const *)st->units);
 	merge_run_share_loop(st, &sh);
 	failed = atomic_load(&st->stop);
 	merge_run_share_done(&sh, failed || merge_count(sh.m) == 0);
@@ -258,6 +269,16 @@ merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 		merge_run_one(st, &sh, 0);
 
 	if (pool != NULL && !atomic_load(&st->stop) && n > 1) {
+		/* Helpers check their inputs against input 0's types. */
+		st->ntypes = merge_ntypes(sh.m);
+		st->types = xcalloc(st->ntypes + 1, sizeof *st->types);
+		st->units = xcalloc(st->ntypes + 1, sizeof *st->units);
+		for (i = 0; i < st->ntypes; i++) {
+			const char *unit;
+
+			st->types[i] = xstrdup(merge_type(sh.m, i, &unit));
+			st->units[i] = xstrdup(unit);
+		}
 		nhelpers = (size_t)pool_workers(pool);
 		if (nhelpers > 0)
 			nhelpers--;
