@@ -140,7 +140,7 @@ static void
 server_drain_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
-	int inflight = pool_inflight(srv->pool);
+	int inflight = pool_inflight(srv->pool) + pool_inflight(srv->io_pool);
 
 	httpjob_check_watched(srv);
 	if ((inflight == 0 && srv->unsent <= 0) ||
@@ -252,6 +252,7 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 		log_warn("store: %zu profiles have no blob file",
 		    rec.missing_blobs);
 	srv->pool = pool_new(srv->base, (int)cfg->workers, (int)cfg->max_queue);
+	srv->io_pool = pool_new(srv->base, (int)cfg->io_threads, INT32_MAX);
 	srv->http = evhttp_new(srv->base);
 	evhttp_set_max_body_size(srv->http, (ev_ssize_t)cfg->max_body);
 	evhttp_set_max_headers_size(srv->http, 64 * 1024);
@@ -301,6 +302,8 @@ server_free(struct server *srv)
 {
 	if (srv->pool != NULL)
 		pool_free(srv->pool);	/* runs last done()s: replies */
+	if (srv->io_pool != NULL)
+		pool_free(srv->io_pool);
 	if (srv->http != NULL)
 		evhttp_free(srv->http);
 	if (srv->store != NULL)

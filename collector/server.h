@@ -23,7 +23,8 @@ struct server {
 	struct event_base		*base;
 	struct evhttp			*http;
 	struct evhttp_bound_socket	*sock;
-	struct pool			*pool;
+	struct pool			*pool;		/* CPU work */
+	struct pool			*io_pool;	/* blocking writes */
 	struct store			*store;
 	struct event			*sig_term;
 	struct event			*sig_int;
