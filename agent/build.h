@@ -1,0 +1,40 @@
+/*
+ * Turns a window's aggregated stacks into a symbolized, gzipped pprof
+ * CPU profile. Keeps a cache of opened ELF symbol tables across windows.
+ */
+#ifndef PROFD_AGENT_BUILD_H
+#define PROFD_AGENT_BUILD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/stacks.h"
+
+struct build;
+
+struct build_window {
+	int64_t		time_nanos;	/* wall clock at window start */
+	int64_t		duration_nanos;
+	int		hz;
+	uint64_t	drops;		/* samples lost in this window */
+};
+
+struct build	*build_new(void);
+void		 build_free(struct build *);
+/* Reads mappings from another file than /proc/self/maps (tests). */
+void		 build_set_maps_path(struct build *, const char *path);
+
+/*
+ * Builds the profile of one window: mappings from /proc/self/maps with
+ * build ids, a location per distinct pc, functions named from the ELF
+ * symbol tables. *out: OUT new gzipped buffer (caller frees).
+ */
+int		 build_profile(struct build *, const struct stacks *,
+		    const struct build_window *, uint8_t **out, size_t *outlen,
+		    char **cause);
+
+/* Gzips len bytes. *out: OUT new buffer (caller frees). */
+int		 build_gzip(const uint8_t *in, size_t len, uint8_t **out,
+		    size_t *outlen, char **cause);
+
+#endif
