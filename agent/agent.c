@@ -131,8 +131,11 @@ agent_drain(struct agent *a)
 {
 	struct sampler_stack st;
 
-	while (sampler_pop(&st))
+	while (sampler_pop(&st)) {
+		st.n = build_fix_leaf(a->build, st.pcs, st.n,
+		    SAMPLER_MAX_FRAMES, st.link);
 		stacks_add(&a->stacks, st.pcs, st.n, 1);
+	}
 }
 
 /* Periodic drain while a window is open. */

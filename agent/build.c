@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -38,6 +40,8 @@ struct build {
 	struct build_file	*files;
 	size_t			 nfiles;
 	char			*maps_path;
+	struct maps		 maps;		/* cached for build_fix_leaf */
+	struct timespec		 maps_when;
 };
 
 /* u64 -> u32 open-addressing map (value + 1 stored, 0 is empty). */
@@ -91,6 +95,7 @@ build_free(struct build *b)
 	}
 	free(b->files);
 	free(b->maps_path);
+	maps_clear(&b->maps);
 	free(b);
 }
 
@@ -129,6 +134,90 @@ build_symtab(struct build *b, const struct maps_entry *m, size_t *slot)
 	b->files[b->nfiles].st = st;
 	*slot = b->nfiles++;
 	return st;
+}
+
+/* The mapping of addr from the cached maps, re-read at most once a second. */
+static const struct maps_entry *
+build_cached_map(struct build *b, uint64_t addr)
+{
+	const struct maps_entry *me = maps_find(&b->maps, addr);
+	struct timespec now;
+
+	if (me != NULL)
+		return me;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (b->maps.n > 0 && now.tv_sec - b->maps_when.tv_sec < 1)
+		return NULL;
+	maps_clear(&b->maps);
+	if (maps_read(b->maps_path, &b->maps, NULL) != 0)
+		return NULL;
+	b->maps_when = now;
+	return maps_find(&b->maps, addr);
+}
+
+/* Runtime start of the function holding pc, or 0. */
+static uint64_t
+build_func_start(struct build *b, uint64_t pc)
+{
+	const struct maps_entry *me = build_cached_map(b, pc);
+	struct symtab *st;
+	uint64_t vaddr;
+	size_t slot, sym;
+
+	if (me == NULL || (st = build_symtab(b, me, &slot)) == NULL ||
+	    symtab_offset_to_vaddr(st, pc - me->start + me->offset,
+	    &vaddr) != 0 || symtab_lookup(st, vaddr, &sym) == NULL)
+		return 0;
+	return pc - (vaddr - symtab_symbol_addr(st, sym));
+}
+
+/* Inserts the caller of a frameless leaf (see build.h). */
+uint32_t
+build_fix_leaf(struct build *b, uintptr_t *pcs, uint32_t n, uint32_t max,
+    uintptr_t link)
+{
+	struct iovec local, remote;
+	uint64_t start, target;
+	uint8_t insn[5];
+	int32_t rel;
+
+	if (n == 0 || n >= max || link < 4096 || (n >= 2 && pcs[1] == link))
+		return n;
+	if (build_cached_map(b, link) == NULL ||
+	    (start = build_func_start(b, pcs[0])) == 0)
+		return n;
+	/* Read the call instruction through the kernel: never faults. */
+	local.iov_base = insn;
+	local.iov_len = sizeof insn;
+	remote.iov_base = (void *)(link - sizeof insn);
+	remote.iov_len = sizeof insn;
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) !=
+	    (ssize_t)sizeof insn)
+		return n;
+#if defined(__x86_64__)
+	if (insn[0] != 0xe8)		/* call rel32 */
+		return n;
+	memcpy(&rel, insn + 1, sizeof rel);
+	target = (uint64_t)link + (uint64_t)(int64_t)rel;
+#elif defined(__aarch64__)
+	{
+		uint32_t bl;
+
+		memcpy(&bl, insn + 1, sizeof bl);
+		if ((bl & 0xfc000000U) != 0x94000000U)	/* bl imm26 */
+			return n;
+		rel = (int32_t)(bl << 6) >> 6;
+		target = (uint64_t)link - 4 + (uint64_t)((int64_t)rel * 4);
+	}
+#else
+	(void)rel;
+	return n;
+#endif
+	if (target != start)
+		return n;
+	memmove(pcs + 2, pcs + 1, (n - 1) * sizeof *pcs);
+	pcs[1] = link;
+	return n + 1;
 }
 
 /* Mixes a 64-bit key. */

@@ -33,6 +33,16 @@ int		 build_profile(struct build *, const struct stacks *,
 		    const struct build_window *, uint8_t **out, size_t *outlen,
 		    char **cause);
 
+/*
+ * Repairs the stack of a sample taken in a leaf function that keeps no
+ * frame pointer (compilers skip the frame of leaves that use no stack):
+ * the walk then misses the leaf's caller. If link (sampler_stack.link)
+ * is a return address right after a direct call to the function holding
+ * pcs[0], it is inserted as the second frame. Returns the new count.
+ */
+uint32_t	 build_fix_leaf(struct build *, uintptr_t *pcs, uint32_t n,
+		    uint32_t max, uintptr_t link);
+
 /* Gzips len bytes. *out: OUT new buffer (caller frees). */
 int		 build_gzip(const uint8_t *in, size_t len, uint8_t **out,
 		    size_t *outlen, char **cause);

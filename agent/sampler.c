@@ -112,7 +112,7 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	struct sampler_slot *slot;
-	uintptr_t pc, fp, sp;
+	uintptr_t pc, fp, sp, link = 0, rec[2];
 	size_t pos, seq;
 	int saved_errno = errno;
 
@@ -125,13 +125,17 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 	pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
 	sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+	if (safe_reads && (sp & 7) == 0 && sampler_safe_read(sp, rec) == 0)
+		link = rec[0];
 #elif defined(__aarch64__)
 	pc = (uintptr_t)uc->uc_mcontext.pc;
 	fp = (uintptr_t)uc->uc_mcontext.regs[29];
 	sp = (uintptr_t)uc->uc_mcontext.sp;
+	link = (uintptr_t)uc->uc_mcontext.regs[30];
 #else
 	pc = fp = sp = 0;
 	(void)uc;
+	(void)rec;
 	goto out;
 #endif
 	pos = atomic_load_explicit(&ring_head, memory_order_relaxed);
@@ -151,6 +155,7 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 			pos = atomic_load_explicit(&ring_head,
 			    memory_order_relaxed);
 	}
+	slot->st.link = link;
 	slot->st.n = sampler_walk(pc, fp, sp, slot->st.pcs, SAMPLER_MAX_FRAMES);
 	atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
 out:
@@ -273,6 +278,7 @@ sampler_pop(struct sampler_stack *out)
 	if (seq != ring_tail + 1)
 		return 0;
 	out->n = slot->st.n;
+	out->link = slot->st.link;
 	memcpy(out->pcs, slot->st.pcs, out->n * sizeof out->pcs[0]);
 	atomic_store_explicit(&slot->seq, ring_tail + ring_mask + 1,
 	    memory_order_release);

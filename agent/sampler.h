@@ -11,9 +11,15 @@
 
 #define SAMPLER_MAX_FRAMES	64
 
-/* One captured stack: pcs[0] is the interrupted pc, then return addresses. */
+/*
+ * One captured stack: pcs[0] is the interrupted pc, then return addresses.
+ * link is where a frameless leaf keeps its return address (the word at
+ * the stack pointer on x86-64, the link register on arm64), or 0; the
+ * agent thread decides whether to use it (build_fix_leaf).
+ */
 struct sampler_stack {
 	uint32_t	n;
+	uintptr_t	link;
 	uintptr_t	pcs[SAMPLER_MAX_FRAMES];
 };
 

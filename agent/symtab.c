@@ -408,3 +408,10 @@ symtab_lookup(const struct symtab *st, uint64_t vaddr, size_t *index)
 	*index = lo - 1;
 	return s->name;
 }
+
+/* Start address of symbol index. */
+uint64_t
+symtab_symbol_addr(const struct symtab *st, size_t index)
+{
+	return index < st->nsyms ? st->syms[index].addr : 0;
+}

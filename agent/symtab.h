@@ -41,4 +41,7 @@ int		 symtab_offset_to_vaddr(const struct symtab *, uint64_t off,
 const char	*symtab_lookup(const struct symtab *, uint64_t vaddr,
 		    size_t *index);
 
+/* Link-time start address of the symbol returned as index by lookup. */
+uint64_t	 symtab_symbol_addr(const struct symtab *, size_t index);
+
 #endif

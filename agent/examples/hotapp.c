@@ -37,6 +37,13 @@
 #include "agent/profd_agent.h"
 #endif
 
+/* Keep every function whole and uncloned, so its name is the plain one. */
+#if defined(__clang__)
+#define HOTAPP_NOIPA	__attribute__((noinline))
+#else
+#define HOTAPP_NOIPA	__attribute__((noipa))
+#endif
+
 #define HOTAPP_SPIN	20000	/* load() iterations per weight unit */
 
 static volatile unsigned long	hotapp_sink;
@@ -54,7 +61,7 @@ hotapp_now(void)
 }
 
 /* The hot leaf: an LCG the compiler cannot fold away. */
-static __attribute__((noinline)) unsigned long
+static HOTAPP_NOIPA unsigned long
 load(unsigned long weight)
 {
 	unsigned long x = hotapp_sink | 1, i;
@@ -66,7 +73,7 @@ load(unsigned long weight)
 }
 
 /* Heavy: six units of load. */
-static __attribute__((noinline)) unsigned long
+static HOTAPP_NOIPA unsigned long
 bar(void)
 {
 	unsigned long r = load(6);
@@ -76,7 +83,7 @@ bar(void)
 }
 
 /* Light: one unit of load. */
-static __attribute__((noinline)) unsigned long
+static HOTAPP_NOIPA unsigned long
 baz(void)
 {
 	unsigned long r = load(1);
@@ -86,7 +93,7 @@ baz(void)
 }
 
 /* Mostly bar. */
-static __attribute__((noinline)) unsigned long
+static HOTAPP_NOIPA unsigned long
 foo1(void)
 {
 	unsigned long r = bar();
@@ -97,7 +104,7 @@ foo1(void)
 }
 
 /* Only baz. */
-static __attribute__((noinline)) unsigned long
+static HOTAPP_NOIPA unsigned long
 foo2(void)
 {
 	unsigned long r = baz();
@@ -107,7 +114,7 @@ foo2(void)
 }
 
 /* Runs units of work (or until the deadline when units < 0). */
-static __attribute__((noinline)) unsigned long
+static HOTAPP_NOIPA unsigned long
 busyloop(long units, double deadline)
 {
 	unsigned long r = 0;
