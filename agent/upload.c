@@ -50,6 +50,8 @@ struct upload {
 	int				 inflight;
 	int				 waiting;	/* retry_ev armed */
 	int				 attempts;	/* failures in a row */
+	int				 flushing;	/* last try before exit */
+	int				 gave_up;
 	int				 verbose;
 	uint64_t			 rng;
 	struct upload_stats		 stats;
@@ -126,6 +128,11 @@ upload_backoff(struct upload *u)
 	int i;
 
 	u->stats.failures++;
+	if (u->flushing) {
+		/* Exiting: one more try only; never hold the program up. */
+		u->gave_up = 1;
+		return;
+	}
 	for (i = 0; i < u->attempts && d < UPLOAD_BACKOFF_MAX_MS; i++)
 		d *= 2;
 	if (d > UPLOAD_BACKOFF_MAX_MS)
@@ -175,8 +182,8 @@ upload_done_cb(struct evhttp_request *req, void *arg)
 	}
 	if (u->verbose)
 		fprintf(stderr, "profd-agent[%d]: upload failed (%s %d), "
-		    "retrying\n", (int)getpid(), code ? "status" : "connection",
-		    code);
+		    "%s\n", (int)getpid(), code ? "status" : "connection",
+		    code, u->flushing ? "giving up" : "retrying");
 	upload_backoff(u);
 }
 
@@ -188,7 +195,7 @@ upload_send(struct upload *u)
 	struct evhttp_request *req;
 	struct evkeyvalq *h;
 
-	if (it == NULL || u->inflight || u->waiting)
+	if (it == NULL || u->inflight || u->waiting || u->gave_up)
 		return;
 	if (u->conn == NULL) {
 		u->conn = evhttp_connection_base_new(u->base, NULL, u->host,
@@ -303,10 +310,11 @@ upload_push(struct upload *u, uint8_t *data, size_t len)
 	upload_send(u);
 }
 
-/* Cancels a backoff wait and sends now. */
+/* Cancels a backoff wait and sends now; the next failure ends trying. */
 void
 upload_flush(struct upload *u)
 {
+	u->flushing = 1;
 	if (u->waiting) {
 		evtimer_del(u->retry_ev);
 		u->waiting = 0;
@@ -318,7 +326,7 @@ upload_flush(struct upload *u)
 int
 upload_idle(const struct upload *u)
 {
-	return u->queued == 0 && !u->inflight;
+	return (u->queued == 0 && !u->inflight) || u->gave_up;
 }
 
 /* Copies the counters. */

@@ -28,9 +28,12 @@ struct upload	*upload_new(struct event_base *, const char *url,
 		    size_t queue_max, int verbose, char **cause);
 /* Queues a gzipped profile (takes ownership of data) and sends soon. */
 void		 upload_push(struct upload *, uint8_t *data, size_t len);
-/* Sends now, skipping any backoff wait (used when stopping). */
+/*
+ * Sends now, skipping any backoff wait (used when stopping); after this, a
+ * failed attempt ends all trying (upload_idle becomes true).
+ */
 void		 upload_flush(struct upload *);
-/* True when nothing is queued or in flight. */
+/* True when nothing is queued or in flight, or flushing gave up. */
 int		 upload_idle(const struct upload *);
 void		 upload_stats(const struct upload *, struct upload_stats *);
 /* The request path with query, e.g. "/api/0/profiles?service=...". */
