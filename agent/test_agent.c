@@ -235,8 +235,8 @@ test_profile(const char *outpath)
 	w.duration_nanos = 400000000;
 	w.hz = 1000;
 	w.drops = 0;
-	ok(build_profile(b, &stacks, &w, &gz, &gzlen, &cause) == 0,
-	    "build_profile (%zu bytes gzipped)", gzlen);
+	rc = build_profile(b, &stacks, &w, &gz, &gzlen, &cause);
+	ok(rc == 0, "build_profile (%zu bytes gzipped)", gzlen);
 	raw = test_gunzip(gz, gzlen, &rawlen);
 	p = raw ? perftools__profiles__profile__unpack(NULL, rawlen, raw) :
 	    NULL;
