@@ -66,13 +66,16 @@ sampler_safe_read(uintptr_t addr, uintptr_t out[2])
 	return 0;
 }
 
-/* Walks frame records [fp] = caller's fp, [fp+8] = return address. */
+/*
+ * Walks frame records [fp] = caller's fp, [fp+8] = return address. Memory
+ * in [ok_lo, ok_hi) is already known to be readable.
+ */
 __attribute__((no_sanitize("address")))
-uint32_t
-sampler_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *pcs,
-    uint32_t max)
+static uint32_t
+sampler_walk_from(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *pcs,
+    uint32_t max, uintptr_t ok_lo, uintptr_t ok_hi)
 {
-	uintptr_t rec[2], ok_lo = 1, ok_hi = 0, page;
+	uintptr_t rec[2], page;
 	uint32_t n = 0;
 
 	if (max == 0)
@@ -106,13 +109,21 @@ sampler_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *pcs,
 	return n;
 }
 
+/* Walks from a context with nothing known to be readable yet. */
+uint32_t
+sampler_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *pcs,
+    uint32_t max)
+{
+	return sampler_walk_from(pc, fp, sp, pcs, max, 1, 0);
+}
+
 /* The SIGPROF handler: claim a slot, walk, publish. */
 static void
 sampler_handler(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	struct sampler_slot *slot;
-	uintptr_t pc, fp, sp, link = 0, rec[2];
+	uintptr_t pc, fp, sp, link = 0, rec[2], ok_lo = 1, ok_hi = 0;
 	size_t pos, seq;
 	int saved_errno = errno;
 
@@ -125,8 +136,13 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 	pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
 	sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-	if (safe_reads && (sp & 7) == 0 && sampler_safe_read(sp, rec) == 0)
+	if (safe_reads && (sp & 7) == 0 && sampler_safe_read(sp, rec) == 0) {
 		link = rec[0];
+		/* The pages of [sp, sp+16) are readable: the walk reuses that. */
+		ok_lo = sp & ~(SAMPLER_PAGE - 1);
+		ok_hi = (sp + 2 * sizeof(uintptr_t) + SAMPLER_PAGE - 1) &
+		    ~(SAMPLER_PAGE - 1);
+	}
 #elif defined(__aarch64__)
 	pc = (uintptr_t)uc->uc_mcontext.pc;
 	fp = (uintptr_t)uc->uc_mcontext.regs[29];
@@ -156,7 +172,8 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 			    memory_order_relaxed);
 	}
 	slot->st.link = link;
-	slot->st.n = sampler_walk(pc, fp, sp, slot->st.pcs, SAMPLER_MAX_FRAMES);
+	slot->st.n = sampler_walk_from(pc, fp, sp, slot->st.pcs,
+	    SAMPLER_MAX_FRAMES, ok_lo, ok_hi);
 	atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
 out:
 	errno = saved_errno;
