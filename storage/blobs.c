@@ -5,6 +5,13 @@
  * system lacks it), and the directory is fsynced so the name is durable
  * too. Anything named .tmp.* is garbage from an interrupted write and is
  * removed by the startup check (recover.c) through blobs_scan.
+ *
+ * Directory fsyncs are shared between concurrent writers (ids are
+ * time-sortable, so concurrent blobs mostly land in one directory): a
+ * writer queues its request after its rename; whoever finds no fsync
+ * running takes every queued request and fsyncs each distinct directory
+ * once. An fsync started after a rename covers it, so every writer still
+ * returns only once its own name is durable.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -13,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +36,22 @@
 /* Longest root that leaves room for "/xx/.tmp.ID.XXXXXX". */
 #define BLOBS_ROOT_MAX	(PATH_MAX - 64)
 
+/* A writer waiting for its blob's directory to be fsynced. */
+struct blobs_sync {
+	const char		*dir;
+	int			 done;
+	char			*cause;
+	struct blobs_sync	*next;
+};
+
 struct blobs {
-	char	*root;		/* DATA_DIR/blobs */
+	char			*root;		/* DATA_DIR/blobs */
+
+	/* Shared directory fsyncs; see blobs_sync_dir_shared. */
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cond;
+	int			 syncing;
+	struct blobs_sync	*pending;
 };
 
 /* Formats a path into buf (PATH_MAX bytes); roots are short enough. */
@@ -63,6 +85,8 @@ blobs_open(const char *data_dir, char **cause)
 	}
 	b = xcalloc(1, sizeof *b);
 	b->root = root;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cond, NULL);
 	return b;
 }
 
@@ -72,6 +96,8 @@ blobs_close(struct blobs *b)
 {
 	if (b == NULL)
 		return;
+	pthread_mutex_destroy(&b->mu);
+	pthread_cond_destroy(&b->cond);
 	free(b->root);
 	free(b);
 }
@@ -116,6 +142,56 @@ blobs_sync_dir(const char *dir, char **cause)
 		return xcause(cause, "fsync %s: %s", dir, strerror(e));
 	}
 	close(fd);
+	return 0;
+}
+
+/* fsyncs dir, sharing one fsync with concurrent callers (see the top). */
+static int
+blobs_sync_dir_shared(struct blobs *b, const char *dir, char **cause)
+{
+	struct blobs_sync	 req = { .dir = dir }, *batch, *p, *q, *next;
+	char			*why;
+	int			 done;
+
+	pthread_mutex_lock(&b->mu);
+	req.next = b->pending;
+	b->pending = &req;
+	while (!req.done) {
+		if (b->syncing) {
+			pthread_cond_wait(&b->cond, &b->mu);
+			continue;
+		}
+		b->syncing = 1;
+		batch = b->pending;
+		b->pending = NULL;
+		pthread_mutex_unlock(&b->mu);
+		for (p = batch; p != NULL; p = p->next) {
+			for (q = batch, done = 0; q != p; q = q->next)
+				done |= strcmp(q->dir, p->dir) == 0;
+			if (done)
+				continue;	/* synced for an earlier one */
+			why = NULL;
+			blobs_sync_dir(p->dir, &why);
+			for (q = p; q != NULL && why != NULL; q = q->next) {
+				if (strcmp(q->dir, p->dir) == 0)
+					q->cause = xstrdup(why);
+			}
+			free(why);
+		}
+		pthread_mutex_lock(&b->mu);
+		for (p = batch; p != NULL; p = next) {
+			next = p->next;
+			p->done = 1;	/* p may be gone once mu is dropped */
+		}
+		b->syncing = 0;
+		pthread_cond_broadcast(&b->cond);
+	}
+	pthread_mutex_unlock(&b->mu);
+	if (req.cause != NULL) {
+		xcause(cause, "%s", req.cause);
+		free(req.cause);
+		return -1;
+	}
 	return 0;
 }
 
@@ -204,7 +280,7 @@ blobs_write(struct blobs *b, const char *id, const void *buf, size_t len,
 			    strerror(errno));
 		goto fail_temp;
 	}
-	if (blobs_sync_dir(dir, &why) == -1) {
+	if (blobs_sync_dir_shared(b, dir, &why) == -1) {
 		unlink(path);
 		goto fail;
 	}

@@ -38,6 +38,30 @@ embedded_close(void *be)
 	free(e);
 }
 
+/* Creates dir and its missing parents (mkdir -p). */
+static int
+embedded_mkdirs(const char *dir, char **cause)
+{
+	char	*p = xstrdup(dir), *slash = p;
+	int	 ret = 0;
+
+	for (;;) {
+		slash = strchr(slash + 1, '/');
+		if (slash != NULL)
+			*slash = '\0';
+		if (mkdir(p, 0755) == -1 && errno != EEXIST) {
+			ret = xcause(cause, "create data directory %s: %s", p,
+			    strerror(errno));
+			break;
+		}
+		if (slash == NULL)
+			break;
+		*slash = '/';
+	}
+	free(p);
+	return ret;
+}
+
 /* Opens data_dir (creating it), then runs the consistency check. */
 static void *
 embedded_open(const char *data_dir, struct store_recovery *rec, char **cause)
@@ -46,11 +70,8 @@ embedded_open(const char *data_dir, struct store_recovery *rec, char **cause)
 	struct store_recovery	 r;
 	char			*path;
 
-	if (mkdir(data_dir, 0755) == -1 && errno != EEXIST) {
-		xcause(cause, "create data directory %s: %s", data_dir,
-		    strerror(errno));
+	if (embedded_mkdirs(data_dir, cause) == -1)
 		return NULL;
-	}
 	e = xcalloc(1, sizeof *e);
 	if ((e->blobs = blobs_open(data_dir, cause)) == NULL)
 		goto fail;

@@ -2,17 +2,17 @@
  * Read queries over the metadata: list, get, services, labels.
  *
  * A list is "service [+ type] + time range + AND of labels, newest first,
- * limit N". Two plans answer it, both index walks:
+ * limit N". Two plans answer it, both index walks newest first that stop
+ * after N matches:
  *  - time walk: the (service, type, created_at, id) index backwards from
- *    `to`, checking each label by a primary-key probe of profile_labels,
- *    stopping after N matches;
- *  - label walk: the profile_labels entries of the rarest given label,
- *    each joined to its row, filtered, sorted, cut to N.
- * The plan is picked from two counts capped at META_PLAN_CAP (cheap: both
- * are bounded index range scans): rows in the window and entries of the
- * rarest label. The label walk wins only when that label has fewer entries
- * than the window has rows, so either plan costs at most about
- * META_PLAN_CAP probes or stops early at the limit.
+ *    `to`, checking each label by a primary-key probe of profile_labels;
+ *  - label walk: the (label_id, service, created_at) index of
+ *    profile_labels for the rarest given label, backwards from `to`, each
+ *    entry joined to its row to check type and the other labels.
+ * The plan is picked by counting, capped at META_PLAN_CAP (cheap: these
+ * are bounded index-only range scans), the entries each walk would visit
+ * in the window: the rows of the service [and type], and the entries of
+ * each label for the service. The smallest set wins.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,9 +110,10 @@ meta_list_sql(enum meta_plan plan, int has_type, size_t nlabels)
 	if (plan == META_PLAN_LABEL) {
 		/* ?6 is the rarest label: drive from its entries. */
 		sql = xasprintf("SELECT %s FROM profile_labels AS pl0 "
-		    "CROSS JOIN profiles AS p WHERE pl0.label_id = ?6 "
-		    "AND p.pk = pl0.profile_pk AND p.service = ?1%s "
-		    "AND p.created_at BETWEEN ?3 AND ?4", meta_columns,
+		    "INDEXED BY profile_labels_label_time CROSS JOIN "
+		    "profiles AS p WHERE pl0.label_id = ?6 "
+		    "AND pl0.service = ?1 AND pl0.created_at BETWEEN ?3 AND ?4 "
+		    "AND p.pk = pl0.profile_pk%s", meta_columns,
 		    has_type ? " AND p.type = ?2" : "");
 		first = 1;
 	} else {
@@ -129,8 +130,9 @@ meta_list_sql(enum meta_plan plan, int has_type, size_t nlabels)
 		free(sql);
 		sql = tmp;
 	}
-	tmp = xasprintf("%s ORDER BY p.created_at DESC, p.id DESC LIMIT ?5",
-	    sql);
+	/* The label walk's index gives created_at order itself. */
+	tmp = xasprintf("%s ORDER BY %s.created_at DESC, p.id DESC LIMIT ?5",
+	    sql, plan == META_PLAN_LABEL ? "pl0" : "p");
 	free(sql);
 	return tmp;
 }
@@ -188,8 +190,22 @@ meta_qlabel_cmp(const void *a, const void *b)
 	return (x->count > y->count) - (x->count < y->count);
 }
 
+/* Binds service, type, time range and limit (?1 to ?5). */
+static void
+meta_bind_window(sqlite3_stmt *s, const struct store_query *q,
+    sqlite3_int64 limit)
+{
+	sqlite3_bind_text(s, 1, q->service, -1, SQLITE_STATIC);
+	if (q->type != NULL)
+		sqlite3_bind_text(s, 2, q->type, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, q->from);
+	sqlite3_bind_int64(s, 4, q->to);
+	sqlite3_bind_int64(s, 5, limit);
+}
+
 /*
- * Resolves the query's labels to ids with capped counts, rarest first.
+ * Resolves the query's labels to ids and counts (capped) each one's entries
+ * for the service in the window; sorts them rarest first.
  * Returns 1 if some pair does not exist at all (nothing can match).
  */
 static int
@@ -218,8 +234,8 @@ meta_resolve_labels(struct meta_conn *c, const struct store_query *q,
 		if ((s = meta_sqlite_stmt(c, META_STMT_LABEL_COUNT,
 		    cause)) == NULL)
 			return -1;
-		sqlite3_bind_int64(s, 1, ql[i].id);
-		sqlite3_bind_int64(s, 2, META_PLAN_CAP);
+		meta_bind_window(s, q, META_PLAN_CAP);
+		sqlite3_bind_int64(s, 6, ql[i].id);
 		if (meta_step_int(c, s, &ql[i].count, cause,
 		    "count label") == -1)
 			return -1;
@@ -230,20 +246,7 @@ meta_resolve_labels(struct meta_conn *c, const struct store_query *q,
 	return 0;
 }
 
-/* Binds service, type, time range and limit (?1 to ?5). */
-static void
-meta_bind_window(sqlite3_stmt *s, const struct store_query *q,
-    sqlite3_int64 limit)
-{
-	sqlite3_bind_text(s, 1, q->service, -1, SQLITE_STATIC);
-	if (q->type != NULL)
-		sqlite3_bind_text(s, 2, q->type, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 3, q->from);
-	sqlite3_bind_int64(s, 4, q->to);
-	sqlite3_bind_int64(s, 5, limit);
-}
-
-/* Picks the plan: the label walk if the rarest label is the smaller set. */
+/* Picks the plan: the label walk if the rarest label has fewer entries. */
 static int
 meta_pick_plan(struct meta_conn *c, const struct store_query *q,
     const struct meta_qlabel *ql, enum meta_plan *plan, char **cause)
@@ -252,7 +255,7 @@ meta_pick_plan(struct meta_conn *c, const struct store_query *q,
 	int64_t		 window = 0;
 
 	*plan = META_PLAN_TIME;
-	if (q->nlabels == 0 || ql[0].count >= META_PLAN_CAP)
+	if (q->nlabels == 0)
 		return 0;
 	s = meta_sqlite_stmt(c, q->type ? META_STMT_WINDOW_COUNT_TYPE :
 	    META_STMT_WINDOW_COUNT, cause);

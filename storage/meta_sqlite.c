@@ -22,6 +22,7 @@
  * carrying a pair, so the label listings are small index walks; it is kept
  * current by inserts and retention deletes.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +33,10 @@
 
 #define META_BUSY_TIMEOUT_MS	10000
 #define META_MMAP_SIZE		"268435456"
+#define META_WRITER_CACHE_KIB	"65536"
 #define META_SCHEMA_VERSION	1
 /* Pages returned to the file system after each retention batch. */
-#define META_VACUUM_PAGES	4096
+#define META_VACUUM_PAGES	"4096"
 
 /* One row waiting for the group commit. */
 struct meta_put {
@@ -55,8 +57,8 @@ static const char *meta_stmt_sql[META_STMT_COUNT] = {
 	[META_STMT_LABEL_ID] =
 	    "SELECT label_id FROM labels WHERE key = ?1 AND value = ?2",
 	[META_STMT_INSERT_PROFILE_LABEL] =
-	    "INSERT OR IGNORE INTO profile_labels (label_id, profile_pk) "
-	    "VALUES (?1, ?2)",
+	    "INSERT OR IGNORE INTO profile_labels (label_id, profile_pk, "
+	    "service, created_at) VALUES (?1, ?2, ?3, ?4)",
 	[META_STMT_SERVICE_LABEL_ADD] =
 	    "INSERT INTO service_labels (service, label_id, refs) "
 	    "VALUES (?1, ?2, 1) ON CONFLICT (service, label_id) "
@@ -70,7 +72,8 @@ static const char *meta_stmt_sql[META_STMT_COUNT] = {
 	    "sample_types, duration_ns FROM profiles WHERE id = ?1",
 	[META_STMT_LABEL_COUNT] =
 	    "SELECT count(*) FROM (SELECT 1 FROM profile_labels "
-	    "WHERE label_id = ?1 LIMIT ?2)",
+	    "INDEXED BY profile_labels_label_time WHERE label_id = ?6 "
+	    "AND service = ?1 AND created_at BETWEEN ?3 AND ?4 LIMIT ?5)",
 	[META_STMT_WINDOW_COUNT] =
 	    "SELECT count(*) FROM (SELECT 1 FROM profiles "
 	    "INDEXED BY profiles_service_time WHERE service = ?1 "
@@ -137,12 +140,20 @@ static const char meta_schema[] =
 	" key TEXT NOT NULL,"
 	" value TEXT NOT NULL,"
 	" UNIQUE (key, value));"
+	/*
+	 * service and created_at are copies from the profile row, so that
+	 * "label + service + time range, newest first" is one index walk.
+	 */
 	"CREATE TABLE IF NOT EXISTS profile_labels ("
 	" label_id INTEGER NOT NULL,"
 	" profile_pk INTEGER NOT NULL,"
+	" service TEXT NOT NULL,"
+	" created_at INTEGER NOT NULL,"
 	" PRIMARY KEY (label_id, profile_pk)) WITHOUT ROWID;"
 	"CREATE INDEX IF NOT EXISTS profile_labels_profile"
-	" ON profile_labels (profile_pk, label_id);"
+	" ON profile_labels (profile_pk);"
+	"CREATE INDEX IF NOT EXISTS profile_labels_label_time"
+	" ON profile_labels (label_id, service, created_at);"
 	"CREATE TABLE IF NOT EXISTS service_labels ("
 	" service TEXT NOT NULL,"
 	" label_id INTEGER NOT NULL,"
@@ -288,7 +299,9 @@ meta_sqlite_open(const char *path, char **cause)
 
 	if ((w = meta_conn_open(path, cause)) == NULL)
 		return NULL;
-	if (meta_schema_init(w, cause) == -1) {
+	/* The writer touches every index on each insert: keep them cached. */
+	if (meta_exec(w->db, "PRAGMA cache_size = -" META_WRITER_CACHE_KIB,
+	    cause, path) == -1 || meta_schema_init(w, cause) == -1) {
 		meta_conn_close(w);
 		return NULL;
 	}
@@ -386,13 +399,68 @@ meta_step_done(struct meta_conn *c, sqlite3_stmt *s, char **cause,
 	return 0;
 }
 
+/*
+ * Label ids seen during one bulk transaction (insert_many), so repeated
+ * pairs skip two statements. Only valid until that transaction ends: a
+ * rollback would make its ids stale, so it never outlives one.
+ */
+#define META_LCACHE_SIZE	4096	/* power of two */
+struct meta_lcache {
+	struct {
+		char	*kv;		/* key '\0' value, or NULL */
+		size_t	 len;
+		int64_t	 id;
+	} slot[META_LCACHE_SIZE];
+};
+
+/* Hashes (key, value) with FNV-1a into a slot index; sets kv and len. */
+static size_t
+meta_lcache_hash(const struct label *l, char *kv, size_t *len)
+{
+	size_t		 klen = strlen(l->key), vlen = strlen(l->value), i;
+	uint64_t	 h = 1469598103934665603ULL;
+
+	memcpy(kv, l->key, klen + 1);
+	memcpy(kv + klen + 1, l->value, vlen);
+	*len = klen + 1 + vlen;
+	for (i = 0; i < *len; i++)
+		h = (h ^ (uint8_t)kv[i]) * 1099511628211ULL;
+	return (size_t)h & (META_LCACHE_SIZE - 1);
+}
+
+/* Frees the cache's strings and the cache. */
+static void
+meta_lcache_free(struct meta_lcache *lc)
+{
+	size_t	i;
+
+	if (lc == NULL)
+		return;
+	for (i = 0; i < META_LCACHE_SIZE; i++)
+		free(lc->slot[i].kv);
+	free(lc);
+}
+
 /* Finds or creates the label (key, value); *id: OUT its label_id. */
 static int
-meta_label_id(struct meta_conn *w, const struct label *l, int64_t *id,
-    char **cause)
+meta_label_id(struct meta_conn *w, struct meta_lcache *lc,
+    const struct label *l, int64_t *id, char **cause)
 {
 	sqlite3_stmt	*s;
+	char		 kv[1024];
+	size_t		 h = 0, len = 0;
 	int		 rc;
+
+	if (lc != NULL && l->key != NULL && l->value != NULL &&
+	    strlen(l->key) + strlen(l->value) + 1 < sizeof kv) {
+		h = meta_lcache_hash(l, kv, &len);
+		if (lc->slot[h].kv != NULL && lc->slot[h].len == len &&
+		    memcmp(lc->slot[h].kv, kv, len) == 0) {
+			*id = lc->slot[h].id;
+			return 0;
+		}
+	} else
+		lc = NULL;
 
 	if ((s = meta_sqlite_stmt(w, META_STMT_INSERT_LABEL, cause)) == NULL)
 		return -1;
@@ -410,13 +478,23 @@ meta_label_id(struct meta_conn *w, const struct label *l, int64_t *id,
 	sqlite3_reset(s);
 	if (rc != SQLITE_ROW)
 		return meta_sqlite_error(w->db, cause, "find label");
+	if (lc != NULL) {
+		free(lc->slot[h].kv);
+		lc->slot[h].kv = xmalloc(len);
+		memcpy(lc->slot[h].kv, kv, len);
+		lc->slot[h].len = len;
+		lc->slot[h].id = *id;
+	}
 	return 0;
 }
 
-/* Writes one profile row and its labels inside the open transaction. */
+/*
+ * Writes one profile row and its labels inside the open transaction; lc
+ * (may be NULL) caches label ids for this transaction.
+ */
 static int
-meta_write_row(struct meta_conn *w, const struct profile_meta *m,
-    char **cause)
+meta_write_row(struct meta_conn *w, struct meta_lcache *lc,
+    const struct profile_meta *m, char **cause)
 {
 	sqlite3_stmt	*s;
 	int64_t		 pk, label_id = 0;
@@ -437,13 +515,15 @@ meta_write_row(struct meta_conn *w, const struct profile_meta *m,
 	pk = sqlite3_last_insert_rowid(w->db);
 
 	for (i = 0; i < m->nlabels; i++) {
-		if (meta_label_id(w, &m->labels[i], &label_id, cause) == -1)
+		if (meta_label_id(w, lc, &m->labels[i], &label_id, cause) == -1)
 			return -1;
 		s = meta_sqlite_stmt(w, META_STMT_INSERT_PROFILE_LABEL, cause);
 		if (s == NULL)
 			return -1;
 		sqlite3_bind_int64(s, 1, label_id);
 		sqlite3_bind_int64(s, 2, pk);
+		meta_bind_text(s, 3, m->service);
+		sqlite3_bind_int64(s, 4, m->created_at);
 		if (meta_step_done(w, s, cause, "insert profile label") == -1)
 			return -1;
 		if (sqlite3_changes(w->db) == 0)
@@ -498,7 +578,7 @@ meta_commit_batch(struct meta_sqlite *ms, struct meta_put *batch,
 			p->rc = -1;
 			continue;
 		}
-		if (meta_write_row(w, p->m, &p->cause) == -1) {
+		if (meta_write_row(w, NULL, p->m, &p->cause) == -1) {
 			p->rc = -1;
 			sqlite3_exec(w->db, "ROLLBACK TO row", NULL, NULL, NULL);
 		}
@@ -582,6 +662,7 @@ meta_sqlite_insert_many(struct meta_sqlite *ms, const struct profile_meta *m,
     size_t n, char **cause)
 {
 	struct meta_conn	*w = ms->writer;
+	struct meta_lcache	*lc = NULL;
 	int64_t			 bytes = 0;
 	size_t			 i;
 	int			 ret = -1;
@@ -592,8 +673,9 @@ meta_sqlite_insert_many(struct meta_sqlite *ms, const struct profile_meta *m,
 
 	if (meta_exec(w->db, "BEGIN IMMEDIATE", cause, "begin") == -1)
 		goto out;
+	lc = xcalloc(1, sizeof *lc);
 	for (i = 0; i < n; i++) {
-		if (meta_write_row(w, &m[i], cause) == -1) {
+		if (meta_write_row(w, lc, &m[i], cause) == -1) {
 			sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
 			goto out;
 		}
@@ -605,6 +687,7 @@ meta_sqlite_insert_many(struct meta_sqlite *ms, const struct profile_meta *m,
 	}
 	ret = 0;
 out:
+	meta_lcache_free(lc);
 	pthread_mutex_lock(&ms->mu);
 	if (ret == 0 && ms->totals_known) {
 		ms->total_profiles += (int64_t)n;
@@ -727,8 +810,8 @@ meta_sqlite_delete_before(struct meta_sqlite *ms, int64_t cutoff,
 	}
 	if (meta_exec(w->db, "COMMIT", cause, "delete: commit") == -1)
 		goto rollback;
-	if (nrows > 0 && meta_exec(w->db, "PRAGMA incremental_vacuum(" 
-	    "4096)", &why, "incremental vacuum") == -1) {
+	if (nrows > 0 && meta_exec(w->db, "PRAGMA incremental_vacuum("
+	    META_VACUUM_PAGES ")", &why, "incremental vacuum") == -1) {
 		log_warn("%s: %s", __func__, why);
 		free(why);
 		why = NULL;

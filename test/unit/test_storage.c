@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "storage/meta_sqlite.h"
 #include "storage/store.h"
 #include "test/tap.h"
 
@@ -609,6 +610,59 @@ main(void)
 	}
 
 	store_close(st);
+
+	/* Bulk insert (fill_meta's path), into a nested new directory. */
+	{
+		struct meta_sqlite	*ms;
+		struct profile_meta	 rows[3];
+		struct label		 l[2] = { { (char *)"env", (char *)"prod" },
+					    { (char *)"host", (char *)"h" } };
+		char			 sub[600];
+		const char		*prod[] = { "env", "prod" };
+		const char		*hosth[] = { "host", "h" };
+
+		snprintf(sub, sizeof sub, "%s/bulk/data", dir);
+		st = store_open(sub, &rec, &cause);
+		ok(st != NULL, "open creates missing parent directories");
+		store_close(st);
+		snprintf(sub, sizeof sub, "%s/bulk/data/meta.db", dir);
+		ms = meta_sqlite_open(sub, &cause);
+		memset(rows, 0, sizeof rows);
+		for (i = 0; i < 3; i++) {
+			make_id(rows[i].id, 7, 700 + (int)i);
+			rows[i].service = (char *)"bulk";
+			rows[i].type = (char *)"cpu";
+			rows[i].created_at = 10 + (int64_t)i;
+			rows[i].labels = l;
+			rows[i].nlabels = i == 1 ? 1 : 2;
+		}
+		ok(ms != NULL && meta_sqlite_insert_many(ms, rows, 3,
+		    &cause) == 0, "insert_many of 3 rows");
+		make_id(rows[2].id, 7, 700);	/* duplicate of rows[0] */
+		make_id(rows[0].id, 7, 800);
+		rc = meta_sqlite_insert_many(ms, rows, 3, &cause);
+		ok(rc == -1 && cause != NULL, "insert_many with a duplicate "
+		    "fails (%s)", cause ? cause : "");
+		free(cause);
+		cause = NULL;
+		meta_sqlite_close(ms);
+		snprintf(sub, sizeof sub, "%s/bulk/data", dir);
+		st = store_open(sub, &rec, &cause);
+		ok(st != NULL && rec.missing_blobs == 3,
+		    "bulk rows have no blobs: 3 reported");
+		ok(list(st, "bulk", NULL, 0, 100, NULL, 0, 0, NULL, 0) == 3,
+		    "only the first batch stored");
+		ok(list(st, "bulk", NULL, 0, 100, prod, 1, 0, NULL, 0) == 3 &&
+		    list(st, "bulk", NULL, 0, 100, hosth, 1, 0, NULL, 0) == 2,
+		    "env=prod finds all 3, host=h the 2 carrying it");
+		rc = store_labels(st, "bulk", NULL, &v, &n, &cause);
+		join(v, n, buf, sizeof buf);
+		ok(rc == 0 && strcmp(buf, "env,host") == 0,
+		    "keys of bulk (%s)", buf);
+		store_strings_free(v, n);
+		store_close(st);
+	}
+
 	free(blob);
 	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	return tap_done();
