@@ -83,6 +83,34 @@ upload_escape(const char *s)
 	return out;
 }
 
+/*
+ * Encodes "k=v,k=v" for the labels parameter: each key and value is
+ * percent-encoded on its own, '=' and ',' stay literal (profd splits the
+ * raw parameter, then decodes each part).
+ */
+static char *
+upload_escape_labels(const char *labels)
+{
+	char *copy = xstrdup(labels), *pair, *next, *eq, *k, *v, *out, *tmp;
+
+	out = xstrdup("");
+	for (pair = copy; pair != NULL; pair = next) {
+		if ((next = strchr(pair, ',')) != NULL)
+			*next++ = '\0';
+		if ((eq = strchr(pair, '=')) != NULL)
+			*eq = '\0';
+		k = upload_escape(pair);
+		v = upload_escape(eq != NULL ? eq + 1 : "");
+		tmp = xasprintf("%s%s%s=%s", out, *out ? "," : "", k, v);
+		free(out);
+		free(k);
+		free(v);
+		out = tmp;
+	}
+	free(copy);
+	return out;
+}
+
 /* xorshift64*: jitter only, no need for quality. */
 static uint64_t
 upload_rand(struct upload *u)
@@ -264,7 +292,7 @@ upload_new(struct event_base *base, const char *url, const char *service,
 		plen--;
 	esvc = upload_escape(service);
 	if (labels != NULL && *labels != '\0')
-		elab = upload_escape(labels);
+		elab = upload_escape_labels(labels);
 	u->target = xasprintf("%.*s/api/0/profiles?service=%s&type=cpu%s%s",
 	    (int)plen, path, esvc, elab ? "&labels=" : "", elab ? elab : "");
 	free(esvc);

@@ -25,6 +25,8 @@ has_chain() {
 	      f[n-3] == "foo1" && f[n-2] == "busyloop" && f[n-1] == "main") ok = 1 }
 	    END { exit !ok }'
 }
+# fetch PATH FILE: GET into FILE (binary-safe); status in $HTTP_CODE.
+fetch() { HTTP_CODE=$(curl -s -o "$2" -w '%{http_code}' "$PROFD_URL$1"); }
 # rss_kb PID: resident set size in kB.
 rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 
@@ -65,15 +67,16 @@ LD_PRELOAD=$SO PROFD_SERVICE=hotapp-e2e PROFD_COLLECTOR=$PROFD_URL \
     PROFD_LABELS=$LABELS PROFD_WINDOW=1 PROFD_PERIOD=1 PROFD_TOKEN=secret \
     "$HOTAPP" -s 4 >"$T_TMP/out" 2>"$T_TMP/err"
 is "$?/$(wc -c <"$T_TMP/err")" "0/0" "LD_PRELOAD hotapp uploads quietly and exits 0"
-list=$(api "/api/0/profiles?service=hotapp-e2e&type=cpu&labels=env=e2e,build=preload")
+api "/api/0/profiles?service=hotapp-e2e&type=cpu&labels=env=e2e,build=preload" >/dev/null
 is "$HTTP_CODE" 200 "list by service, type and labels"
+list=$BODY
 n=$(jq '.body | length' <<<"$list")
 check "at least 3 cpu profiles listed ($n)" test "${n:-0}" -ge 3
 is "$(jq -r '[.body[].type] | unique | join(",")' <<<"$list")" cpu "all of type cpu"
 is "$(jq -r '.body[0].labels | map(.key + "=" + .value) | sort | join(",")' <<<"$list" | grep -o 'build=preload,env=e2e')" \
     "build=preload,env=e2e" "labels stored with the profile"
-api "/api/0/profiles/merge?service=hotapp-e2e&type=cpu&from=now-15m&labels=build=preload" \
-    -o "$T_TMP/merged.pb.gz" >/dev/null
+fetch "/api/0/profiles/merge?service=hotapp-e2e&type=cpu&from=now-15m&labels=build=preload" \
+    "$T_TMP/merged.pb.gz"
 is "$HTTP_CODE" 200 "merge returns a profile"
 is "$(first_flat "$T_TMP/merged.pb.gz")" load "merged: load has the most flat time"
 check "merged: traces show main -> busyloop -> foo1 -> bar -> load" \
@@ -85,8 +88,8 @@ is "$?/$(wc -c <"$T_TMP/err")" "0/0" "linked hotapp uploads quietly and exits 0"
 list=$(api "/api/0/profiles?service=hotapp-e2e&type=cpu&labels=build=linked")
 n=$(jq '.body | length' <<<"$list")
 check "linked: at least 2 profiles listed ($n)" test "${n:-0}" -ge 2
-api "/api/0/profiles/merge?service=hotapp-e2e&type=cpu&from=now-15m&labels=build=linked" \
-    -o "$T_TMP/linked.pb.gz" >/dev/null
+fetch "/api/0/profiles/merge?service=hotapp-e2e&type=cpu&from=now-15m&labels=build=linked" \
+    "$T_TMP/linked.pb.gz"
 is "$HTTP_CODE" 200 "linked: merge returns a profile"
 is "$(first_flat "$T_TMP/linked.pb.gz")" load "linked merged: load on top"
 check "linked merged: main -> busyloop -> foo1 -> bar -> load" \
