@@ -12,6 +12,7 @@ IMPORT="$(cd "${top_srcdir:-.}" && pwd)/tools/profd-import"
 command -v dash >/dev/null 2>&1 || skip_all "dash not installed"
 command -v jq >/dev/null 2>&1 || skip_all "jq not installed"
 [ -x "$PROFD" ] || skip_all "profd not built"
+"$PROFD" --version 2>&1 | grep -q . || skip_all "profd is a placeholder (no --version)"
 [ -d "$PROFD_CORPUS/go/cpuburn" ] || skip_all "corpus not found at $PROFD_CORPUS"
 PY=$(command -v python3) || skip_all "python3 not installed"
 

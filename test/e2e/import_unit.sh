@@ -68,7 +68,7 @@ is "$keys" "addr auth-file data-dir log-file log-level max-body max-inflated max
 	"profd.conf.example documents every option"
 sed -n 's/^# \([a-z][a-z-]*\) = /\1 = /p' "$CONF" |
 	grep -v -e '^data-dir' -e '^log-file' -e '^auth-file' -e '^addr' >"$T_TMP/profd.conf"
-if [ -x "$PROFD" ] && "$PROFD" --help >/dev/null 2>&1; then
+if [ -x "$PROFD" ] && "$PROFD" --version 2>&1 | grep -q .; then
 	if profd_start --config "$T_TMP/profd.conf"; then
 		ok "profd starts with the example's defaults uncommented"
 		api /healthz >/dev/null
