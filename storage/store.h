@@ -69,6 +69,7 @@ void		 store_close(struct store *);
  * Stores the bytes and the metadata durably: blob to a temp file, fsync,
  * rename, then the row (group-committed with concurrent puts). Returns 0
  * once both are on disk, -1 with *cause otherwise (then nothing is left).
+ * The stored size is len (m->size is not used); an existing id fails.
  */
 int	store_put(struct store *, const struct profile_meta *m,
 	    const void *blob, size_t len, char **cause);

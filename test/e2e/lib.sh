@@ -76,13 +76,18 @@ profd_stop() {
 	fi
 }
 
-# api PATH [CURL ARGS...]: GET/POST against the daemon; prints the body and
-# leaves the status code in $HTTP_CODE.
+# api PATH [CURL ARGS...]: a request to the daemon; prints the body and
+# leaves the status code in $HTTP_CODE and the body in $BODY. Call it
+# without $(...) (e.g. `api /x >/dev/null; echo "$HTTP_CODE $BODY"`) when
+# you need those variables: a command substitution runs in a subshell.
+HTTP_CODE=
+BODY=
 api() {
 	local path=$1; shift
-	local out=$T_TMP/body.$$
+	local out=$T_TMP/body.$BASHPID
 	HTTP_CODE=$(curl -s -o "$out" -w '%{http_code}' "$@" "$PROFD_URL$path")
-	cat "$out"
+	BODY=$(cat "$out")
+	printf '%s\n' "$BODY"
 }
 
 # upload FILE QUERY: POSTs FILE to /api/0/profiles?QUERY; prints the reply.

@@ -1,0 +1,248 @@
+/*
+ * Merged downloads: GET /api/0/profiles/merge?service=&type=&... and
+ * GET /api/0/profiles/{id1}+{id2}+... Both find their inputs on a worker
+ * and then call merge_run, which spreads the merge over the pool and
+ * returns one gzipped pprof. The job is watched, so a client that goes away
+ * cancels the merge.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/http.h>
+
+#include "collector/api.h"
+#include "collector/httpjob.h"
+#include "collector/ids.h"
+#include "collector/merge_run.h"
+#include "collector/params.h"
+#include "collector/reply.h"
+#include "collector/server.h"
+#include "common/log.h"
+#include "common/xmalloc.h"
+
+struct merge_args {
+	struct query_args	 qa;		/* merge by query */
+	char			**ids;		/* merge by ids */
+	size_t			 nids;
+	char			*filename;
+};
+
+/* Frees merge arguments. */
+static void
+merge_args_free(void *arg)
+{
+	struct merge_args *ma = arg;
+	size_t i;
+
+	query_args_clear(&ma->qa);
+	for (i = 0; i < ma->nids; i++)
+		free(ma->ids[i]);
+	free(ma->ids);
+	free(ma->filename);
+	free(ma);
+}
+
+/* "SERVICE-TYPE.pb.gz" with characters unsafe in a header replaced. */
+static char *
+merge_filename(const char *service, const char *type)
+{
+	char *s = xasprintf("%s-%s.pb.gz", service, type), *p;
+
+	for (p = s; *p != '\0'; p++) {
+		if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e ||
+		    *p == '"' || *p == '\\' || *p == '/' || *p == ';')
+			*p = '_';
+	}
+	return s;
+}
+
+struct merge_fetch {
+	struct store	 *store;
+	char		**ids;
+};
+
+/* merge_run's source of input bytes: the stored blob of ids[i]. */
+static int
+merge_fetch_blob(void *arg, size_t i, uint8_t **buf, size_t *len,
+    char **cause)
+{
+	struct merge_fetch *mf = arg;
+	char *why = NULL;
+	int rc;
+
+	rc = store_read_blob(mf->store, mf->ids[i], buf, len, &why);
+	if (rc == 1)
+		return xcause(cause, "profile %s was deleted during the merge",
+		    mf->ids[i]);
+	if (rc != 0) {
+		xcause(cause, "profile %s: %s", mf->ids[i], why);
+		free(why);
+		return -1;
+	}
+	return 0;
+}
+
+/* Worker: merges ma->ids into the job's result. */
+static void
+merge_ids_run(struct httpjob *job, struct merge_args *ma)
+{
+	struct merge_fetch mf = { job->srv->store, ma->ids };
+	uint8_t *out = NULL;
+	size_t outlen = 0;
+	char *cause = NULL;
+	int code = 500;
+
+	if (merge_run(job->srv->pool, ma->nids, merge_fetch_blob, &mf,
+	    job->srv->cfg->max_inflated, &job->cancelled, &out, &outlen, &code,
+	    &cause) != 0 || code != 200) {
+		if (code == 200 || code == 0)
+			code = 500;
+		httpjob_error(job, code, "merge failed: %s",
+		    cause != NULL ? cause : "unknown error");
+		free(cause);
+		free(out);
+		return;
+	}
+	httpjob_bytes(job, out, outlen, "application/octet-stream",
+	    ma->filename);
+}
+
+/* Worker: finds the matching profiles, then merges them. */
+static void
+merge_query_work(struct httpjob *job)
+{
+	struct merge_args *ma = job->arg;
+	struct store_query q = ma->qa.q;
+	struct profile_meta *metas;
+	size_t i, n, max = (size_t)job->srv->cfg->max_merge_profiles;
+	char *cause = NULL;
+
+	if (q.limit == 0 || q.limit > max)
+		q.limit = max + 1;
+	if (store_list(job->srv->store, &q, &metas, &n, &cause) != 0) {
+		httpjob_error(job, 500, "storage error: %s", cause);
+		free(cause);
+		return;
+	}
+	if (n == 0) {
+		httpjob_error(job, 404, "no %s profiles of service %s matched",
+		    ma->qa.type, ma->qa.service);
+		profile_meta_free_array(metas, n);
+		return;
+	}
+	if (n > max) {
+		httpjob_error(job, 413, "more than %zu profiles match "
+		    "(--max-merge-profiles); narrow the time range or labels, "
+		    "or set limit", max);
+		profile_meta_free_array(metas, n);
+		return;
+	}
+	ma->ids = xcalloc(n, sizeof *ma->ids);
+	for (i = 0; i < n; i++)
+		ma->ids[i] = xstrdup(metas[i].id);
+	ma->nids = n;
+	profile_meta_free_array(metas, n);
+	merge_ids_run(job, ma);
+}
+
+/* GET /api/0/profiles/merge */
+void
+api_merge(struct server *srv, struct evhttp_request *req,
+    const struct params *p)
+{
+	struct merge_args *ma = xcalloc(1, sizeof *ma);
+	struct httpjob *job;
+	char *cause = NULL;
+
+	if (query_args_parse(p, server_now_ns(), 1, 0,
+	    (size_t)srv->cfg->max_merge_profiles * 1000, &ma->qa,
+	    &cause) < 0) {
+		reply_error(srv, req, 400, "%s", cause);
+		free(cause);
+		free(ma);
+		return;
+	}
+	if (strcmp(ma->qa.type, "trace") == 0) {
+		reply_error(srv, req, 400, "trace profiles cannot be merged");
+		merge_args_free(ma);
+		return;
+	}
+	ma->filename = merge_filename(ma->qa.service, ma->qa.type);
+	job = httpjob_new(srv, req, merge_query_work, ma, merge_args_free);
+	httpjob_watch(job);
+	httpjob_submit(job);
+}
+
+/* Worker: checks that every id exists and can be merged, then merges. */
+static void
+merge_ids_work(struct httpjob *job)
+{
+	struct merge_args *ma = job->arg;
+	struct profile_meta m;
+	char *cause = NULL;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < ma->nids; i++) {
+		memset(&m, 0, sizeof m);
+		rc = store_get(job->srv->store, ma->ids[i], &m, &cause);
+		if (rc == 1) {
+			httpjob_error(job, 404, "profile %s not found",
+			    ma->ids[i]);
+			return;
+		}
+		if (rc != 0) {
+			httpjob_error(job, 500, "storage error: %s", cause);
+			free(cause);
+			return;
+		}
+		if (strcmp(m.type, "trace") == 0) {
+			httpjob_error(job, 400, "profile %s is a trace; traces "
+			    "cannot be merged", ma->ids[i]);
+			profile_meta_clear(&m);
+			return;
+		}
+		if (i == 0)
+			ma->filename = merge_filename(m.service, m.type);
+		profile_meta_clear(&m);
+	}
+	merge_ids_run(job, ma);
+}
+
+/* GET /api/0/profiles/{id1}+{id2}+... */
+void
+api_merge_ids(struct server *srv, struct evhttp_request *req,
+    const char *ids)
+{
+	struct merge_args *ma = xcalloc(1, sizeof *ma);
+	struct httpjob *job;
+	const char *s, *plus;
+	size_t max = (size_t)srv->cfg->max_merge_profiles;
+
+	for (s = ids; ; s = plus + 1) {
+		plus = strchr(s, '+');
+		if (plus == NULL)
+			plus = s + strlen(s);
+		if (!ids_valid(s, plus - s)) {
+			reply_error(srv, req, 400, "malformed profile id "
+			    "\"%.*s\" (want 20 characters of [0-9a-v])",
+			    (int)(plus - s > 64 ? 64 : plus - s), s);
+			merge_args_free(ma);
+			return;
+		}
+		if (ma->nids >= max) {
+			reply_error(srv, req, 413, "more than %zu profiles "
+			    "(--max-merge-profiles)", max);
+			merge_args_free(ma);
+			return;
+		}
+		ma->ids = xreallocarray(ma->ids, ma->nids + 1,
+		    sizeof *ma->ids);
+		ma->ids[ma->nids++] = xstrndup(s, plus - s);
+		if (*plus == '\0')
+			break;
+	}
+	job = httpjob_new(srv, req, merge_ids_work, ma, merge_args_free);
+	httpjob_watch(job);
+	httpjob_submit(job);
+}

@@ -1,0 +1,299 @@
+/*
+ * Upload, list and download of single profiles.
+ *
+ * An upload is checked on a worker (bounded gunzip, decode, validation of
+ * every index) before anything is written; only then does the store write
+ * the blob and the row, and the 200 goes out once both are durable.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "collector/api.h"
+#include "collector/httpjob.h"
+#include "collector/ids.h"
+#include "collector/params.h"
+#include "collector/reply.h"
+#include "collector/server.h"
+#include "common/log.h"
+#include "common/xmalloc.h"
+#include "proto/pprof.h"
+
+/* META as JSON: profefe's fields plus size, samples, types, duration. */
+json_t *
+api_meta_json(const struct profile_meta *m)
+{
+	json_t *labels = json_array(), *types = json_array();
+	const char *s, *comma;
+	char when[64];
+	size_t i;
+
+	for (i = 0; i < m->nlabels; i++)
+		json_array_append_new(labels, json_pack("{s:s, s:s}", "key",
+		    m->labels[i].key, "value", m->labels[i].value));
+	for (s = m->sample_types; s != NULL && *s != '\0';
+	    s = *comma ? comma + 1 : comma) {
+		comma = strchr(s, ',');
+		if (comma == NULL)
+			comma = s + strlen(s);
+		json_array_append_new(types, json_stringn(s, comma - s));
+	}
+	params_format_time(m->created_at, when, sizeof when);
+	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:I, s:I, s:o, s:I}",
+	    "id", m->id, "service", m->service, "type", m->type,
+	    "labels", labels, "created_at", when, "size", (json_int_t)m->size,
+	    "samples", (json_int_t)m->samples, "sample_types", types,
+	    "duration_ns", (json_int_t)m->duration_ns);
+}
+
+struct upload {
+	struct profile_meta	 meta;		/* service, type, labels */
+	int64_t			 created_at;	/* parameter, 0 if absent */
+	struct evbuffer		*body;
+};
+
+/* Frees an upload's state. */
+static void
+upload_free(void *arg)
+{
+	struct upload *up = arg;
+
+	profile_meta_clear(&up->meta);
+	if (up->body != NULL)
+		evbuffer_free(up->body);
+	free(up);
+}
+
+/* Worker: checks the profile, then stores it durably. */
+static void
+upload_work(struct httpjob *job)
+{
+	struct upload *up = job->arg;
+	struct profile_meta *m = &up->meta;
+	struct pprof_summary sum;
+	size_t len = evbuffer_get_length(up->body);
+	uint8_t *data = evbuffer_pullup(up->body, -1);
+	int64_t now = server_now_ns();
+	char *cause = NULL;
+	int rc;
+
+	memset(&sum, 0, sizeof sum);
+	if (strcmp(m->type, "trace") != 0) {
+		rc = pprof_check(data, len, job->srv->cfg->max_inflated, &sum,
+		    &cause);
+		if (rc != 0) {
+			httpjob_error(job, rc == PPROF_ETOOBIG ? 413 : 400,
+			    "invalid profile: %s", cause);
+			free(cause);
+			return;
+		}
+	}
+	ids_new(now / 1000000, m->id);
+	m->created_at = sum.time_nanos > 0 ? sum.time_nanos :
+	    up->created_at > 0 ? up->created_at : now;
+	m->size = (int64_t)len;
+	m->samples = sum.samples;
+	m->duration_ns = sum.duration_nanos;
+	m->sample_types = sum.sample_types != NULL ? sum.sample_types :
+	    xstrdup("");
+	sum.sample_types = NULL;
+	pprof_summary_free(&sum);
+	if (store_put(job->srv->store, m, data, len, &cause) != 0) {
+		log_error("%s: %s", __func__, cause);
+		httpjob_error(job, 500, "storage error: %s", cause);
+		free(cause);
+		return;
+	}
+	httpjob_json(job, api_meta_json(m));
+}
+
+/* Reads the upload's parameters into up->meta. */
+static int
+upload_params(struct server *srv, const struct params *p, struct upload *up,
+    char **cause)
+{
+	struct profile_meta *m = &up->meta;
+	const char *raw, *dup;
+	char *instance = NULL, *created = NULL, *why = NULL;
+	int rc = -1;
+
+	if (params_get(p, "service", &m->service, cause) < 0 ||
+	    params_get(p, "type", &m->type, cause) < 0 ||
+	    params_get(p, "instance_id", &instance, cause) < 0 ||
+	    params_get(p, "created_at", &created, cause) < 0)
+		goto out;
+	if (m->service == NULL || *m->service == '\0') {
+		xcause(cause, "missing parameter: service");
+		goto out;
+	}
+	if (!params_service_valid(m->service)) {
+		xcause(cause, "bad service name");
+		goto out;
+	}
+	if (m->type == NULL || *m->type == '\0') {
+		xcause(cause, "missing parameter: type");
+		goto out;
+	}
+	if (!params_type_valid(m->type)) {
+		xcause(cause, "bad type \"%.32s\" (want cpu, heap, block, mutex,"
+		    " goroutine, threadcreate, other or trace)", m->type);
+		goto out;
+	}
+	if ((raw = params_raw(p, "labels")) != NULL &&
+	    params_labels(raw, srv->cfg->max_labels, &m->labels, &m->nlabels,
+	    &why) < 0) {
+		xcause(cause, "parameter labels: %s", why);
+		goto out;
+	}
+	if (instance != NULL && *instance != '\0') {
+		if (strlen(instance) > PARAMS_MAX_VALUE) {
+			xcause(cause, "instance_id longer than %d bytes",
+			    PARAMS_MAX_VALUE);
+			goto out;
+		}
+		if (m->nlabels >= (size_t)srv->cfg->max_labels) {
+			xcause(cause, "parameter labels: more than %lld labels",
+			    (long long)srv->cfg->max_labels);
+			goto out;
+		}
+		m->labels = xreallocarray(m->labels, m->nlabels + 1,
+		    sizeof *m->labels);
+		m->labels[m->nlabels].key = xstrdup("instance_id");
+		m->labels[m->nlabels].value = instance;
+		instance = NULL;
+		m->nlabels++;
+		/* keep the array sorted: re-parse order by a stable insert */
+		for (size_t i = m->nlabels - 1; i > 0 &&
+		    strcmp(m->labels[i - 1].key, m->labels[i].key) > 0; i--) {
+			struct label t = m->labels[i];
+			m->labels[i] = m->labels[i - 1];
+			m->labels[i - 1] = t;
+		}
+	}
+	if (params_labels_dup_key(m->labels, m->nlabels, &dup)) {
+		xcause(cause, "parameter labels: key \"%s\" given twice", dup);
+		goto out;
+	}
+	if (created != NULL && *created != '\0' &&
+	    params_time(created, server_now_ns(), &up->created_at, &why) < 0) {
+		xcause(cause, "parameter created_at: %s", why);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(why);
+	free(instance);
+	free(created);
+	return rc;
+}
+
+/* POST /api/0/profiles: checks parameters, hands the body to a worker. */
+void
+api_upload(struct server *srv, struct evhttp_request *req,
+    const struct params *p)
+{
+	struct upload *up = xcalloc(1, sizeof *up);
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	char *cause = NULL;
+
+	if (upload_params(srv, p, up, &cause) < 0) {
+		reply_error(srv, req, 400, "%s", cause);
+		free(cause);
+		upload_free(up);
+		return;
+	}
+	if (evbuffer_get_length(in) == 0) {
+		reply_error(srv, req, 400, "invalid profile: empty body");
+		upload_free(up);
+		return;
+	}
+	up->body = evbuffer_new();
+	evbuffer_add_buffer(up->body, in);	/* moves, no copy */
+	httpjob_submit(httpjob_new(srv, req, upload_work, up, upload_free));
+}
+
+/* Frees list arguments. */
+static void
+list_free(void *arg)
+{
+	query_args_clear(arg);
+	free(arg);
+}
+
+/* Worker: runs the list query. */
+static void
+list_work(struct httpjob *job)
+{
+	struct query_args *qa = job->arg;
+	struct profile_meta *metas;
+	json_t *arr;
+	size_t i, n;
+	char *cause = NULL;
+
+	if (store_list(job->srv->store, &qa->q, &metas, &n, &cause) != 0) {
+		httpjob_error(job, 500, "storage error: %s", cause);
+		free(cause);
+		return;
+	}
+	arr = json_array();
+	for (i = 0; i < n; i++)
+		json_array_append_new(arr, api_meta_json(&metas[i]));
+	profile_meta_free_array(metas, n);
+	httpjob_json(job, arr);
+}
+
+/* GET /api/0/profiles */
+void
+api_list(struct server *srv, struct evhttp_request *req,
+    const struct params *p)
+{
+	struct query_args *qa = xcalloc(1, sizeof *qa);
+	char *cause = NULL;
+
+	if (query_args_parse(p, server_now_ns(), 0, 1000, 100000, qa,
+	    &cause) < 0) {
+		reply_error(srv, req, 400, "%s", cause);
+		free(cause);
+		free(qa);
+		return;
+	}
+	httpjob_submit(httpjob_new(srv, req, list_work, qa, list_free));
+}
+
+/* Worker: reads one stored profile. */
+static void
+get_work(struct httpjob *job)
+{
+	const char *id = job->arg;
+	uint8_t *buf;
+	size_t len;
+	char *cause = NULL;
+	int rc;
+
+	rc = store_read_blob(job->srv->store, id, &buf, &len, &cause);
+	if (rc == 1)
+		httpjob_error(job, 404, "profile %s not found", id);
+	else if (rc != 0) {
+		httpjob_error(job, 500, "storage error: %s", cause);
+		free(cause);
+	} else
+		httpjob_bytes(job, buf, len, "application/octet-stream", NULL);
+}
+
+/* GET /api/0/profiles/{id}, or a merge when ids holds '+'. */
+void
+api_get(struct server *srv, struct evhttp_request *req, const char *ids)
+{
+	if (strchr(ids, '+') != NULL) {
+		api_merge_ids(srv, req, ids);
+		return;
+	}
+	if (!ids_valid(ids, strlen(ids))) {
+		reply_error(srv, req, 400, "malformed profile id \"%.64s\" "
+		    "(want 20 characters of [0-9a-v])", ids);
+		return;
+	}
+	httpjob_submit(httpjob_new(srv, req, get_work, xstrdup(ids), free));
+}

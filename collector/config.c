@@ -1,0 +1,305 @@
+/*
+ * Option table, flag parsing and config-file parsing.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector/config.h"
+#include "collector/params.h"
+#include "common/log.h"
+#include "common/xmalloc.h"
+
+enum config_kind { CONFIG_STRING, CONFIG_INT, CONFIG_SIZE, CONFIG_DURATION,
+    CONFIG_LEVEL };
+
+struct config_option {
+	const char		*name;
+	enum config_kind	 kind;
+	size_t			 offset;
+	int64_t			 min, max;	/* for CONFIG_INT */
+	const char		*help;
+};
+
+#define OFF(f)	offsetof(struct config, f)
+static const struct config_option config_options[] = {
+	{ "addr", CONFIG_STRING, OFF(addr), 0, 0,
+	    "HOST:PORT to listen on (default 127.0.0.1:10100; port 0 = any)" },
+	{ "data-dir", CONFIG_STRING, OFF(data_dir), 0, 0,
+	    "directory for meta.db and blobs/ (default ./data)" },
+	{ "retention", CONFIG_DURATION, OFF(retention_ns), 0, 0,
+	    "delete profiles older than this (default 7d; 0 keeps forever)" },
+	{ "workers", CONFIG_INT, OFF(workers), 1, 256,
+	    "worker threads (default: number of cores)" },
+	{ "max-queue", CONFIG_INT, OFF(max_queue), 1, 1000000,
+	    "jobs waiting for a worker before 503 (default 1024)" },
+	{ "max-body", CONFIG_SIZE, OFF(max_body), 0, 0,
+	    "largest upload body (default 32M)" },
+	{ "max-inflated", CONFIG_SIZE, OFF(max_inflated), 0, 0,
+	    "largest inflated profile (default 256M)" },
+	{ "max-labels", CONFIG_INT, OFF(max_labels), 1, 1024,
+	    "labels per profile (default 64)" },
+	{ "max-merge-profiles", CONFIG_INT, OFF(max_merge_profiles), 1,
+	    10000000, "profiles in one merge (default 10000)" },
+	{ "request-timeout", CONFIG_INT, OFF(request_timeout), 1, 86400,
+	    "seconds a request may take (default 60)" },
+	{ "read-timeout", CONFIG_INT, OFF(read_timeout), 1, 86400,
+	    "seconds to receive a request (default 60)" },
+	{ "max-connections", CONFIG_INT, OFF(max_connections), 1, 1000000,
+	    "open client connections (default 1024)" },
+	{ "log-level", CONFIG_LEVEL, OFF(log_level), 0, 0,
+	    "debug, info, warn or error (default info)" },
+	{ "log-file", CONFIG_STRING, OFF(log_file), 0, 0,
+	    "log to this file instead of stderr (reopened on SIGHUP)" },
+	{ "auth-file", CONFIG_STRING, OFF(auth_file), 0, 0,
+	    "bearer tokens file: lines 'TOKEN read|write|admin'" },
+};
+#define NOPTIONS	(sizeof config_options / sizeof config_options[0])
+
+/* Sets every option to its default. */
+void
+config_defaults(struct config *c)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(c, 0, sizeof *c);
+	c->addr = xstrdup("127.0.0.1:10100");
+	c->data_dir = xstrdup("./data");
+	c->retention_ns = INT64_C(7) * 86400 * 1000000000;
+	c->workers = cores > 0 ? cores : 2;
+	c->max_queue = 1024;
+	c->max_body = 32 * 1024 * 1024;
+	c->max_inflated = 256 * 1024 * 1024;
+	c->max_labels = 64;
+	c->max_merge_profiles = 10000;
+	c->request_timeout = 60;
+	c->read_timeout = 60;
+	c->max_connections = 1024;
+	c->log_level = xstrdup("info");
+}
+
+/* Frees the strings. */
+void
+config_clear(struct config *c)
+{
+	free(c->addr);
+	free(c->data_dir);
+	free(c->log_level);
+	free(c->log_file);
+	free(c->auth_file);
+	free(c->config_file);
+	memset(c, 0, sizeof *c);
+}
+
+/* Finds an option by name. */
+static const struct config_option *
+config_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NOPTIONS; i++) {
+		if (strcmp(config_options[i].name, name) == 0)
+			return &config_options[i];
+	}
+	return NULL;
+}
+
+/* Stores value into the option's field. */
+static int
+config_set(struct config *c, const struct config_option *o, const char *value,
+    char **cause)
+{
+	char *field = (char *)c + o->offset, *why = NULL;
+	int64_t v;
+	uint64_t u;
+
+	switch (o->kind) {
+	case CONFIG_STRING:
+	case CONFIG_LEVEL:
+		if (o->kind == CONFIG_LEVEL && log_parse_level(value) < 0)
+			return xcause(cause, "%s: unknown level \"%s\" (want "
+			    "debug, info, warn or error)", o->name, value);
+		if (*value == '\0')
+			return xcause(cause, "%s: empty value", o->name);
+		free(*(char **)field);
+		*(char **)field = xstrdup(value);
+		return 0;
+	case CONFIG_INT:
+		if (params_int(value, o->min, o->max, &v, &why) < 0)
+			break;
+		*(int64_t *)field = v;
+		return 0;
+	case CONFIG_SIZE:
+		if (params_size(value, &u, &why) < 0)
+			break;
+		if (u == 0) {
+			why = xstrdup("must be more than 0");
+			break;
+		}
+		*(uint64_t *)field = u;
+		return 0;
+	case CONFIG_DURATION:
+		if (params_duration(value, &v, &why) < 0)
+			break;
+		*(int64_t *)field = v;
+		return 0;
+	}
+	xcause(cause, "%s: %s", o->name, why);
+	free(why);
+	return -1;
+}
+
+/* Strips leading and trailing blanks in place. */
+static char *
+config_trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' ||
+	    e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+/* Reads name = value lines; '#' starts a comment line. */
+int
+config_load_file(struct config *c, const char *path, char **cause)
+{
+	const struct config_option *o;
+	FILE *f;
+	char *line = NULL, *s, *eq, *name, *value, *why = NULL;
+	size_t cap = 0, lineno = 0;
+	int rc = -1;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return xcause(cause, "cannot open config %s: %s", path,
+		    strerror(errno));
+	while (getline(&line, &cap, f) != -1) {
+		lineno++;
+		s = config_trim(line);
+		if (*s == '\0' || *s == '#')
+			continue;
+		if ((eq = strchr(s, '=')) == NULL) {
+			xcause(cause, "%s:%zu: want name = value", path, lineno);
+			goto out;
+		}
+		*eq = '\0';
+		name = config_trim(s);
+		value = config_trim(eq + 1);
+		if ((o = config_find(name)) == NULL) {
+			xcause(cause, "%s:%zu: unknown setting \"%s\"", path,
+			    lineno, name);
+			goto out;
+		}
+		if (config_set(c, o, value, &why) < 0) {
+			xcause(cause, "%s:%zu: %s", path, lineno, why);
+			free(why);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* Prints usage. */
+void
+config_usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: profd [--config FILE] [--OPTION VALUE ...]\n"
+	    "       profd --help | --version\n\noptions:\n");
+	fprintf(f, "  --%-20s %s\n", "config FILE",
+	    "read name = value lines (same names as the flags)");
+	for (i = 0; i < NOPTIONS; i++)
+		fprintf(f, "  --%-20s %s\n", config_options[i].name,
+		    config_options[i].help);
+}
+
+/* Splits "--name=value" or "--name value". */
+static int
+config_flag(int argc, char **argv, int *i, char **name, const char **value,
+    char **cause)
+{
+	char *arg = argv[*i] + 2, *eq = strchr(arg, '=');
+
+	if (eq != NULL) {
+		*name = xstrndup(arg, eq - arg);
+		*value = eq + 1;
+		return 0;
+	}
+	*name = xstrdup(arg);
+	if (*i + 1 >= argc) {
+		xcause(cause, "--%s needs a value", *name);
+		free(*name);
+		return -1;
+	}
+	*value = argv[++*i];
+	return 0;
+}
+
+/* Reads the flags: the config file first, then the flags over it. */
+int
+config_parse_args(struct config *c, int argc, char **argv, char **cause)
+{
+	const struct config_option *o;
+	const char *value;
+	char *name, *why = NULL;
+	int i, pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 1; i < argc; i++) {
+			if (strcmp(argv[i], "--help") == 0 ||
+			    strcmp(argv[i], "-h") == 0) {
+				if (pass == 0)
+					continue;
+				config_usage(stdout);
+				return 1;
+			}
+			if (strcmp(argv[i], "--version") == 0) {
+				if (pass == 0)
+					continue;
+				printf("profd %s\n", PACKAGE_VERSION);
+				return 1;
+			}
+			if (strncmp(argv[i], "--", 2) != 0)
+				return xcause(cause, "unexpected argument \"%s\""
+				    " (see --help)", argv[i]);
+			if (config_flag(argc, argv, &i, &name, &value, cause) < 0)
+				return -1;
+			if (strcmp(name, "config") == 0) {
+				if (pass == 0 &&
+				    config_load_file(c, value, cause) < 0) {
+					free(name);
+					return -1;
+				}
+				free(c->config_file);
+				c->config_file = xstrdup(value);
+				free(name);
+				continue;
+			}
+			if ((o = config_find(name)) == NULL) {
+				xcause(cause, "unknown option --%s (see --help)",
+				    name);
+				free(name);
+				return -1;
+			}
+			free(name);
+			if (pass == 1 && config_set(c, o, value, &why) < 0) {
+				xcause(cause, "--%s", why);
+				free(why);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}

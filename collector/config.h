@@ -1,0 +1,44 @@
+/*
+ * profd's settings: one table of options serves the command-line flags
+ * (--name value) and the config file (name = value lines), so both always
+ * take the same names and values. Flags win over the file.
+ */
+#ifndef PROFD_CONFIG_H
+#define PROFD_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct config {
+	char		*addr;			/* host:port */
+	char		*data_dir;
+	int64_t		 retention_ns;		/* 0: keep forever */
+	int64_t		 workers;
+	int64_t		 max_queue;
+	uint64_t	 max_body;
+	uint64_t	 max_inflated;
+	int64_t		 max_labels;
+	int64_t		 max_merge_profiles;
+	int64_t		 request_timeout;	/* seconds */
+	int64_t		 read_timeout;		/* seconds */
+	int64_t		 max_connections;
+	char		*log_level;
+	char		*log_file;
+	char		*auth_file;
+	char		*config_file;
+};
+
+/* Fills the defaults (workers = number of cores). */
+void	config_defaults(struct config *);
+void	config_clear(struct config *);
+/*
+ * Parses argv (and the --config file it names). Returns 0 to run, 1 when
+ * --help or --version was printed, -1 with *cause on a bad flag or value.
+ */
+int	config_parse_args(struct config *, int argc, char **argv, char **cause);
+/* Applies a config file; errors name the line. */
+int	config_load_file(struct config *, const char *path, char **cause);
+/* Writes the flags' help text. */
+void	config_usage(FILE *);
+
+#endif

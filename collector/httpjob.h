@@ -1,0 +1,65 @@
+/*
+ * A job tied to an HTTP request. The loop thread parses the request and
+ * submits an httpjob; a worker runs its work() and fills in the result
+ * (an error, a JSON body or raw bytes); back on the loop the reply is sent
+ * and the job freed. If the client went away meanwhile, libevent has
+ * detached the request but not freed it, and sending the reply frees it.
+ * Long jobs can ask to be watched: the loop then checks the client's socket
+ * and sets `cancelled` when it is closed.
+ */
+#ifndef PROFD_HTTPJOB_H
+#define PROFD_HTTPJOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <jansson.h>
+
+#include "collector/pool.h"
+
+struct server;
+struct evhttp_request;
+
+struct httpjob {
+	struct pool_job		  pj;
+	struct server		 *srv;
+	struct evhttp_request	 *req;
+	void			(*work)(struct httpjob *);
+	void			 *arg;
+	void			(*arg_free)(void *);
+	volatile int		  cancelled;	/* the client went away */
+	int			  watched;
+	TAILQ_ENTRY(httpjob)	  watch_entry;
+
+	/* The result, filled in by work(). */
+	int			  code;
+	char			 *error;
+	json_t			 *json;
+	uint8_t			 *bytes;
+	size_t			  nbytes;
+	const char		 *content_type;
+	char			 *disposition;	/* a file name */
+};
+
+/* A new job; arg is freed with arg_free when the job ends. */
+struct httpjob	*httpjob_new(struct server *, struct evhttp_request *,
+		    void (*work)(struct httpjob *), void *arg,
+		    void (*arg_free)(void *));
+/* Queues the job, or answers 503 and frees it when the pool is full. */
+void		 httpjob_submit(struct httpjob *);
+/* Asks the loop to set job->cancelled if the client disconnects. */
+void		 httpjob_watch(struct httpjob *);
+/* Checks every watched job's client (loop thread). */
+void		 httpjob_check_watched(struct server *);
+
+/* Result setters (worker thread). */
+void	httpjob_error(struct httpjob *, int code, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
+/* Steals body. */
+void	httpjob_json(struct httpjob *, json_t *body);
+/* Takes ownership of buf (malloc'd). */
+void	httpjob_bytes(struct httpjob *, uint8_t *buf, size_t len,
+	    const char *content_type, const char *filename);
+
+#endif

@@ -1,0 +1,19 @@
+/*
+ * Profile ids: 20 characters of lowercase base32hex (profefe's xid alphabet)
+ * encoding 48 bits of millisecond time followed by 48 random bits, so ids
+ * sort by time and cannot be enumerated.
+ */
+#ifndef PROFD_IDS_H
+#define PROFD_IDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IDS_LEN	20
+
+/* Writes a new id for time ms (ms since the epoch) into out[IDS_LEN + 1]. */
+void	ids_new(int64_t ms, char *out);
+/* True if s[0..len) is a well-formed id. */
+int	ids_valid(const char *s, size_t len);
+
+#endif

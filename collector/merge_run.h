@@ -1,0 +1,38 @@
+/*
+ * The parallel merge driver: fetches, inflates, decodes and merges n stored
+ * profiles on the worker pool and returns one gzipped pprof.
+ */
+#ifndef PROFD_MERGE_RUN_H
+#define PROFD_MERGE_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pool;
+
+/*
+ * Returns the stored bytes (gzipped or raw pprof) of input i in a new
+ * malloc'd buffer that merge_run frees. Called from several threads at
+ * once, each i exactly once. Returns -1 with *cause set on failure.
+ */
+typedef int (*merge_fetch_cb)(void *arg, size_t i, uint8_t **buf,
+    size_t *len, char **cause);
+
+/*
+ * Merges inputs 0..n-1. Meant to run on a pool worker: the caller works on
+ * the inputs itself and lends the rest to helper jobs it queues with
+ * pool_submit_force; a helper that starts after the work is gone returns at
+ * once, so the caller never waits for a job that has not started. pool may
+ * be NULL (everything runs on the calling thread).
+ * max_inflated caps each inflated profile (0: 256 MiB). *cancel (may be NULL) is checked
+ * between inputs: once it is nonzero the merge stops early.
+ * On success returns 0, *out (caller frees) and *outlen, *http_code 200.
+ * On failure returns -1, *cause and *http_code: 404 no inputs, 422 sample
+ * types differ, 500 a stored profile that cannot be read or decoded (or
+ * over max_inflated), 499 cancelled.
+ */
+int	merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
+	    size_t max_inflated, const volatile int *cancel, uint8_t **out,
+	    size_t *outlen, int *http_code, char **cause);
+
+#endif

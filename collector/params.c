@@ -1,0 +1,640 @@
+/*
+ * Parameter parsing for the HTTP API. Query strings are split on '&' and
+ * '=' before decoding so a label value may carry an encoded ',' or '='.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "collector/params.h"
+#include "common/xmalloc.h"
+
+#define NS_PER_SEC	INT64_C(1000000000)
+
+/* Value of one hex digit, or -1. */
+static int
+params_hex(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decodes s[0..len); '+' becomes a space; NUL bytes are refused. */
+char *
+params_decode(const char *s, size_t len, char **cause)
+{
+	char *out = xmalloc(len + 1);
+	size_t i, o = 0;
+	int hi, lo;
+
+	for (i = 0; i < len; i++) {
+		if (s[i] == '%') {
+			if (len - i < 3) {
+				free(out);
+				xcause(cause, "truncated percent-encoding");
+				return NULL;
+			}
+			hi = params_hex((unsigned char)s[i + 1]);
+			lo = params_hex((unsigned char)s[i + 2]);
+			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+				free(out);
+				xcause(cause, "bad percent-encoding \"%.3s\"",
+				    s + i);
+				return NULL;
+			}
+			out[o++] = (char)(hi << 4 | lo);
+			i += 2;
+		} else if (s[i] == '+')
+			out[o++] = ' ';
+		else
+			out[o++] = s[i];
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* Splits query into keys (decoded) and raw values. */
+int
+params_parse(const char *query, struct params *p, char **cause)
+{
+	const char *s, *amp, *eq;
+	size_t len;
+	char *key, *why = NULL;
+
+	memset(p, 0, sizeof *p);
+	if (query == NULL)
+		return 0;
+	for (s = query; *s != '\0'; s = *amp ? amp + 1 : amp) {
+		amp = strchr(s, '&');
+		if (amp == NULL)
+			amp = s + strlen(s);
+		if (amp == s)
+			continue;
+		eq = memchr(s, '=', amp - s);
+		len = eq != NULL ? (size_t)(eq - s) : (size_t)(amp - s);
+		if ((key = params_decode(s, len, &why)) == NULL) {
+			xcause(cause, "bad query string: %s", why);
+			free(why);
+			params_clear(p);
+			return -1;
+		}
+		p->keys = xreallocarray(p->keys, p->n + 1, sizeof *p->keys);
+		p->raw = xreallocarray(p->raw, p->n + 1, sizeof *p->raw);
+		p->keys[p->n] = key;
+		p->raw[p->n] = eq != NULL ? xstrndup(eq + 1, amp - eq - 1) :
+		    xstrdup("");
+		p->n++;
+	}
+	return 0;
+}
+
+/* Frees the split query. */
+void
+params_clear(struct params *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		free(p->keys[i]);
+		free(p->raw[i]);
+	}
+	free(p->keys);
+	free(p->raw);
+	memset(p, 0, sizeof *p);
+}
+
+/* Raw value of the first occurrence of key. */
+const char *
+params_raw(const struct params *p, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		if (strcmp(p->keys[i], key) == 0)
+			return p->raw[i];
+	}
+	return NULL;
+}
+
+/* Decoded value of key: 1 present, 0 absent, -1 bad encoding. */
+int
+params_get(const struct params *p, const char *key, char **out, char **cause)
+{
+	const char *raw = params_raw(p, key);
+	char *why = NULL;
+
+	*out = NULL;
+	if (raw == NULL)
+		return 0;
+	if ((*out = params_decode(raw, strlen(raw), &why)) == NULL) {
+		xcause(cause, "parameter %s: %s", key, why);
+		free(why);
+		return -1;
+	}
+	return 1;
+}
+
+/* Key syntax: [A-Za-z_][A-Za-z0-9_.-]{0,63}. */
+int
+params_label_key_valid(const char *key)
+{
+	size_t i;
+
+	if (!(isalpha((unsigned char)key[0]) || key[0] == '_'))
+		return 0;
+	for (i = 1; key[i] != '\0'; i++) {
+		if (i >= PARAMS_MAX_KEY)
+			return 0;
+		if (!(isalnum((unsigned char)key[i]) || key[i] == '_' ||
+		    key[i] == '.' || key[i] == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+/* qsort comparator: key, then value. */
+static int
+params_label_cmp(const void *a, const void *b)
+{
+	const struct label *la = a, *lb = b;
+	int c = strcmp(la->key, lb->key);
+
+	return c != 0 ? c : strcmp(la->value, lb->value);
+}
+
+/* Frees an array of labels. */
+void
+params_labels_free(struct label *l, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(l[i].key);
+		free(l[i].value);
+	}
+	free(l);
+}
+
+/* Parses "k1=v1,k2=v2" into a sorted array. */
+int
+params_labels(const char *raw, size_t max, struct label **out, size_t *n,
+    char **cause)
+{
+	struct label *l = NULL;
+	size_t nl = 0;
+	const char *s, *comma, *eq;
+	char *key = NULL, *value = NULL, *why = NULL;
+
+	*out = NULL;
+	*n = 0;
+	for (s = raw; *s != '\0'; s = *comma ? comma + 1 : comma) {
+		comma = strchr(s, ',');
+		if (comma == NULL)
+			comma = s + strlen(s);
+		if (comma == s)
+			continue;
+		eq = memchr(s, '=', comma - s);
+		if (eq == NULL) {
+			xcause(cause, "label \"%.*s\" has no '=' (want key=value)",
+			    (int)(comma - s > 64 ? 64 : comma - s), s);
+			goto fail;
+		}
+		if ((key = params_decode(s, eq - s, &why)) == NULL ||
+		    (value = params_decode(eq + 1, comma - eq - 1, &why)) == NULL) {
+			xcause(cause, "label: %s", why);
+			goto fail;
+		}
+		if (!params_label_key_valid(key)) {
+			xcause(cause, "label key \"%.64s\" is not valid "
+			    "(want [A-Za-z_][A-Za-z0-9_.-]{0,63})", key);
+			goto fail;
+		}
+		if (strlen(value) > PARAMS_MAX_VALUE) {
+			xcause(cause, "label %s: value longer than %d bytes",
+			    key, PARAMS_MAX_VALUE);
+			goto fail;
+		}
+		if (nl >= max) {
+			xcause(cause, "more than %zu labels", max);
+			goto fail;
+		}
+		l = xreallocarray(l, nl + 1, sizeof *l);
+		l[nl].key = key;
+		l[nl].value = value;
+		nl++;
+		key = value = NULL;
+	}
+	if (nl > 1)
+		qsort(l, nl, sizeof *l, params_label_cmp);
+	*out = l;
+	*n = nl;
+	return 0;
+fail:
+	free(why);
+	free(key);
+	free(value);
+	params_labels_free(l, nl);
+	return -1;
+}
+
+/* True if the sorted array has a repeated key. */
+int
+params_labels_dup_key(const struct label *l, size_t n, const char **dup)
+{
+	size_t i;
+
+	for (i = 1; i < n; i++) {
+		if (strcmp(l[i - 1].key, l[i].key) == 0) {
+			*dup = l[i].key;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Parses a duration such as "1h30m", "15m", "7d", "1.5s". */
+int
+params_duration(const char *s, int64_t *out, char **cause)
+{
+	static const struct { const char *unit; int64_t ns; } units[] = {
+		{ "ns", 1 }, { "us", 1000 }, { "\xc2\xb5s", 1000 },
+		{ "ms", 1000000 }, { "s", NS_PER_SEC },
+		{ "m", 60 * NS_PER_SEC }, { "h", 3600 * NS_PER_SEC },
+		{ "d", 86400 * NS_PER_SEC }, { "w", 7 * 86400 * NS_PER_SEC },
+	};
+	const char *p = s;
+	long double total = 0, v, frac, scale;
+	size_t i, ulen;
+	int found;
+
+	if (*p == '\0')
+		return xcause(cause, "empty duration");
+	if (strcmp(p, "0") == 0) {
+		*out = 0;
+		return 0;
+	}
+	while (*p != '\0') {
+		if (!isdigit((unsigned char)*p) && *p != '.')
+			return xcause(cause, "bad duration \"%.64s\"", s);
+		v = 0;
+		while (isdigit((unsigned char)*p))
+			v = v * 10 + (*p++ - '0');
+		if (*p == '.') {
+			p++;
+			frac = 0;
+			scale = 1;
+			while (isdigit((unsigned char)*p)) {
+				frac = frac * 10 + (*p++ - '0');
+				scale *= 10;
+			}
+			v += frac / scale;
+		}
+		found = 0;
+		for (i = 0; i < sizeof units / sizeof units[0]; i++) {
+			ulen = strlen(units[i].unit);
+			if (strncmp(p, units[i].unit, ulen) == 0 &&
+			    !(ulen == 1 && units[i].unit[0] == 'm' &&
+			    p[1] == 's')) {
+				total += v * units[i].ns;
+				p += ulen;
+				found = 1;
+				break;
+			}
+		}
+		if (!found)
+			return xcause(cause, "bad duration \"%.64s\" "
+			    "(want e.g. 30s, 15m, 1h, 7d)", s);
+		if (total > (long double)INT64_MAX / 2)
+			return xcause(cause, "duration \"%.64s\" too long", s);
+	}
+	*out = (int64_t)total;
+	return 0;
+}
+
+/* Days in month m (1-12) of year y. */
+static int
+params_mdays(int y, int m)
+{
+	static const int days[] = { 31,28,31,30,31,30,31,31,30,31,30,31 };
+
+	if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+		return 29;
+	return days[m - 1];
+}
+
+/* Reads exactly n digits. */
+static int
+params_digits(const char **p, int n, int *out)
+{
+	int v = 0;
+
+	while (n-- > 0) {
+		if (!isdigit((unsigned char)**p))
+			return -1;
+		v = v * 10 + (*(*p)++ - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* Parses 2006-01-02[T15:04:05[.frac]][Z|+hh:mm|-hh:mm]. */
+static int
+params_time_calendar(const char *s, int64_t *out)
+{
+	const char *p = s;
+	struct tm tm;
+	int y, mo, d, h = 0, mi = 0, sec = 0, oh, om, sign;
+	int64_t frac = 0, scale = NS_PER_SEC, offset = 0;
+	time_t t;
+
+	if (params_digits(&p, 4, &y) < 0 || *p++ != '-' ||
+	    params_digits(&p, 2, &mo) < 0 || *p++ != '-' ||
+	    params_digits(&p, 2, &d) < 0)
+		return -1;
+	if (*p == 'T' || *p == 't' || *p == ' ') {
+		p++;
+		if (params_digits(&p, 2, &h) < 0 || *p++ != ':' ||
+		    params_digits(&p, 2, &mi) < 0 || *p++ != ':' ||
+		    params_digits(&p, 2, &sec) < 0)
+			return -1;
+		if (*p == '.') {
+			p++;
+			if (!isdigit((unsigned char)*p))
+				return -1;
+			while (isdigit((unsigned char)*p)) {
+				if (scale > 1) {
+					scale /= 10;
+					frac += (*p - '0') * scale;
+				}
+				p++;
+			}
+		}
+		if (*p == 'Z' || *p == 'z')
+			p++;
+		else if (*p == '+' || *p == '-') {
+			sign = *p++ == '-' ? -1 : 1;
+			if (params_digits(&p, 2, &oh) < 0 || *p++ != ':' ||
+			    params_digits(&p, 2, &om) < 0 || oh > 23 || om > 59)
+				return -1;
+			offset = sign * (oh * 3600 + om * 60) * NS_PER_SEC;
+		}
+	}
+	if (*p != '\0' || y < 1970 || y > 2261 || mo < 1 || mo > 12 ||
+	    d < 1 || d > params_mdays(y, mo) || h > 23 || mi > 59 || sec > 60)
+		return -1;
+	memset(&tm, 0, sizeof tm);
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	*out = (int64_t)t * NS_PER_SEC + frac - offset;
+	return 0;
+}
+
+/* Parses any of profd's time formats. */
+int
+params_time(const char *s, int64_t now_ns, int64_t *out, char **cause)
+{
+	int64_t d, secs;
+	const char *p;
+	char *why = NULL;
+	long double v;
+
+	if (strncmp(s, "now", 3) == 0) {
+		if (s[3] == '\0') {
+			*out = now_ns;
+			return 0;
+		}
+		if ((s[3] == '-' || s[3] == '+' || s[3] == ' ') &&
+		    params_duration(s + 4, &d, &why) == 0) {
+			*out = s[3] == '-' ? now_ns - d : now_ns + d;
+			return 0;
+		}
+		free(why);
+		return xcause(cause, "bad time \"%.64s\" (want now, now-1h, "
+		    "now-15m, ...)", s);
+	}
+	for (p = s; isdigit((unsigned char)*p); p++)
+		;
+	if (p != s && (*p == '\0' || *p == '.') && p - s <= 11) {
+		/* Unix seconds, optionally with a fraction */
+		v = strtold(s, (char **)&p);
+		if (*p == '\0') {
+			secs = (int64_t)v;
+			*out = secs * NS_PER_SEC +
+			    (int64_t)((v - secs) * NS_PER_SEC);
+			return 0;
+		}
+	}
+	if (params_time_calendar(s, out) == 0)
+		return 0;
+	return xcause(cause, "bad time \"%.64s\" (want 2006-01-02T15:04:05, "
+	    "RFC 3339, Unix seconds or now-1h)", s);
+}
+
+/* Parses a decimal integer within [min, max]. */
+int
+params_int(const char *s, int64_t min, int64_t max, int64_t *out,
+    char **cause)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (*s == '\0' || *end != '\0' || errno != 0 || isspace((unsigned char)*s))
+		return xcause(cause, "\"%.64s\" is not a number", s);
+	if (v < min || v > max)
+		return xcause(cause, "%lld is out of range [%" PRId64 ", %"
+		    PRId64 "]", v, min, max);
+	*out = v;
+	return 0;
+}
+
+/* Parses a byte size: digits with an optional K, M or G suffix. */
+int
+params_size(const char *s, uint64_t *out, char **cause)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end == s || errno != 0 || *s == '-')
+		return xcause(cause, "bad size \"%.64s\"", s);
+	switch (*end) {
+	case 'k': case 'K': mul = 1024; end++; break;
+	case 'm': case 'M': mul = 1024 * 1024; end++; break;
+	case 'g': case 'G': mul = 1024 * 1024 * 1024; end++; break;
+	}
+	if (*end == 'i' && end[1] == 'B')
+		end += 2;
+	else if (*end == 'B' && mul != 1)
+		end++;
+	if (*end != '\0' || v > UINT64_MAX / mul)
+		return xcause(cause, "bad size \"%.64s\" (want e.g. 32M)", s);
+	*out = v * mul;
+	return 0;
+}
+
+/* The profile types profd accepts. */
+int
+params_type_valid(const char *type)
+{
+	static const char *types[] = { "cpu", "heap", "block", "mutex",
+	    "goroutine", "threadcreate", "other", "trace" };
+	size_t i;
+
+	for (i = 0; i < sizeof types / sizeof types[0]; i++) {
+		if (strcmp(type, types[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Service names: 1 to 256 bytes, no control characters. */
+int
+params_service_valid(const char *service)
+{
+	const unsigned char *p;
+
+	if (*service == '\0' || strlen(service) > PARAMS_MAX_SERVICE)
+		return 0;
+	for (p = (const unsigned char *)service; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+/* Frees what query_args_parse filled. */
+void
+query_args_clear(struct query_args *qa)
+{
+	free(qa->service);
+	free(qa->type);
+	params_labels_free(qa->labels, qa->nlabels);
+	memset(qa, 0, sizeof *qa);
+}
+
+/* Reads the list/merge parameters into qa. */
+int
+query_args_parse(const struct params *p, int64_t now_ns, int need_type,
+    size_t default_limit, size_t max_limit, struct query_args *qa,
+    char **cause)
+{
+	char *from = NULL, *to = NULL, *limit = NULL, *why = NULL;
+	const char *raw;
+	int64_t v;
+	int rc = -1;
+
+	memset(qa, 0, sizeof *qa);
+	if (params_get(p, "service", &qa->service, cause) < 0 ||
+	    params_get(p, "type", &qa->type, cause) < 0 ||
+	    params_get(p, "from", &from, cause) < 0 ||
+	    params_get(p, "to", &to, cause) < 0 ||
+	    params_get(p, "limit", &limit, cause) < 0)
+		goto out;
+	if (qa->service == NULL || *qa->service == '\0') {
+		xcause(cause, "missing parameter: service");
+		goto out;
+	}
+	if (!params_service_valid(qa->service)) {
+		xcause(cause, "bad service name");
+		goto out;
+	}
+	if (qa->type != NULL && *qa->type == '\0') {
+		free(qa->type);
+		qa->type = NULL;
+	}
+	if (qa->type == NULL && need_type) {
+		xcause(cause, "missing parameter: type");
+		goto out;
+	}
+	if (qa->type != NULL && !params_type_valid(qa->type)) {
+		xcause(cause, "bad type \"%.32s\" (want cpu, heap, block, mutex,"
+		    " goroutine, threadcreate, other or trace)", qa->type);
+		goto out;
+	}
+	qa->q.to = now_ns;
+	if (to != NULL && *to != '\0' &&
+	    params_time(to, now_ns, &qa->q.to, &why) < 0) {
+		xcause(cause, "parameter to: %s", why);
+		goto out;
+	}
+	qa->q.from = qa->q.to - INT64_C(3600) * NS_PER_SEC;
+	if (from != NULL && *from != '\0' &&
+	    params_time(from, now_ns, &qa->q.from, &why) < 0) {
+		xcause(cause, "parameter from: %s", why);
+		goto out;
+	}
+	if (qa->q.from > qa->q.to) {
+		xcause(cause, "parameter from is after to");
+		goto out;
+	}
+	qa->q.limit = default_limit;
+	if (limit != NULL && *limit != '\0') {
+		if (params_int(limit, 1, (int64_t)max_limit, &v, &why) < 0) {
+			xcause(cause, "parameter limit: %s", why);
+			goto out;
+		}
+		qa->q.limit = (size_t)v;
+	}
+	if ((raw = params_raw(p, "labels")) != NULL &&
+	    params_labels(raw, 64, &qa->labels, &qa->nlabels, &why) < 0) {
+		xcause(cause, "parameter labels: %s", why);
+		goto out;
+	}
+	qa->q.service = qa->service;
+	qa->q.type = qa->type;
+	qa->q.labels = qa->labels;
+	qa->q.nlabels = qa->nlabels;
+	rc = 0;
+out:
+	free(why);
+	free(from);
+	free(to);
+	free(limit);
+	if (rc != 0)
+		query_args_clear(qa);
+	return rc;
+}
+
+/* Formats ns as 2006-01-02T15:04:05.999999999Z, trailing zeros trimmed. */
+void
+params_format_time(int64_t ns, char *buf, size_t len)
+{
+	time_t secs = (time_t)(ns / NS_PER_SEC);
+	int64_t frac = ns % NS_PER_SEC;
+	struct tm tm;
+	char f[16];
+	size_t n;
+	int i;
+
+	if (frac < 0) {
+		frac += NS_PER_SEC;
+		secs--;
+	}
+	gmtime_r(&secs, &tm);
+	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (frac != 0) {
+		snprintf(f, sizeof f, ".%09" PRId64, frac);
+		for (i = (int)strlen(f) - 1; f[i] == '0'; i--)
+			f[i] = '\0';
+		snprintf(buf + n, len - n, "%sZ", f);
+	} else
+		snprintf(buf + n, len - n, "Z");
+}

@@ -1,0 +1,87 @@
+/*
+ * Request parameters: the query string split and percent-decoded, and the
+ * parsers for profd's parameter syntax: labels (k1=v1,k2=v2), times
+ * (profefe's 2006-01-02T15:04:05, RFC 3339, Unix seconds, now-1h), limits,
+ * profile types and service names. Pure functions, unit-tested.
+ */
+#ifndef PROFD_PARAMS_H
+#define PROFD_PARAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/store.h"
+
+#define PARAMS_MAX_KEY		64
+#define PARAMS_MAX_VALUE	512
+#define PARAMS_MAX_SERVICE	256
+
+struct params {
+	size_t	  n;
+	char	**keys;		/* decoded */
+	char	**raw;		/* as sent, still percent-encoded */
+};
+
+/* Splits a query string (may be NULL). Returns -1 on bad encoding. */
+int	params_parse(const char *query, struct params *p, char **cause);
+void	params_clear(struct params *p);
+/* Raw value of the first key, or NULL. */
+const char *params_raw(const struct params *p, const char *key);
+/*
+ * Decoded value of key: returns 1 and *out (new string) if present, 0 if
+ * absent, -1 if its encoding is bad.
+ */
+int	params_get(const struct params *p, const char *key, char **out,
+	    char **cause);
+/* Percent-decodes s[0..len) ('+' is a space); NULL and *cause on error. */
+char	*params_decode(const char *s, size_t len, char **cause);
+
+/*
+ * Parses raw "k1=v1,k2=v2" (each key and value percent-encoded on its own)
+ * into a new array sorted by key then value. Checks key syntax, value
+ * length and count (max). Returns -1 with *cause on error.
+ */
+int	params_labels(const char *raw, size_t max, struct label **out,
+	    size_t *n, char **cause);
+/* True if two labels of a sorted array share a key. Sets *dup to it. */
+int	params_labels_dup_key(const struct label *, size_t n, const char **dup);
+int	params_label_key_valid(const char *key);
+void	params_labels_free(struct label *, size_t n);
+
+/* Parses a time into ns since the epoch; now_ns resolves "now-1h". */
+int	params_time(const char *s, int64_t now_ns, int64_t *out, char **cause);
+/* Parses a Go-style duration ("90s", "1h30m", "7d") into ns. */
+int	params_duration(const char *s, int64_t *out, char **cause);
+/* Parses a decimal integer in [min, max]. */
+int	params_int(const char *s, int64_t min, int64_t max, int64_t *out,
+	    char **cause);
+/* Parses a size with optional K/M/G suffix (powers of 1024). */
+int	params_size(const char *s, uint64_t *out, char **cause);
+
+/* True for cpu heap block mutex goroutine threadcreate other trace. */
+int	params_type_valid(const char *type);
+/* True for a non-empty service name of printable characters. */
+int	params_service_valid(const char *service);
+
+/* The decoded arguments of a list or merge query. */
+struct query_args {
+	char			*service;
+	char			*type;
+	struct label		*labels;
+	size_t			 nlabels;
+	struct store_query	 q;	/* points into the fields above */
+};
+
+/*
+ * Reads service (required), type (required if need_type), from, to,
+ * labels and limit (default_limit when absent, capped at max_limit).
+ */
+int	query_args_parse(const struct params *p, int64_t now_ns, int need_type,
+	    size_t default_limit, size_t max_limit, struct query_args *qa,
+	    char **cause);
+void	query_args_clear(struct query_args *qa);
+
+/* Formats ns since the epoch as RFC 3339 UTC (Go's RFC3339Nano style). */
+void	params_format_time(int64_t ns, char *buf, size_t len);
+
+#endif

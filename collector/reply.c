@@ -1,0 +1,138 @@
+/*
+ * HTTP replies: the JSON envelope, raw downloads, and counting replies still
+ * being written so a shutdown can wait for them.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "collector/reply.h"
+#include "collector/server.h"
+#include "common/log.h"
+#include "common/xmalloc.h"
+
+/* Reason phrases for the codes profd uses. */
+const char *
+reply_reason(int code)
+{
+	switch (code) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 413: return "Payload Too Large";
+	case 422: return "Unprocessable Entity";
+	case 499: return "Client Closed Request";
+	case 500: return "Internal Server Error";
+	case 503: return "Service Unavailable";
+	case 507: return "Insufficient Storage";
+	}
+	return "Unknown";
+}
+
+/* The reply has been written in full. */
+static void
+reply_complete_cb(struct evhttp_request *req, void *arg)
+{
+	struct server *srv = arg;
+
+	srv->unsent--;
+}
+
+/* Sends the reply, counting it until written; takes buf. */
+static void
+reply_send(struct server *srv, struct evhttp_request *req, int code,
+    struct evbuffer *buf)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+	if (evhttp_request_get_connection(req) != NULL) {
+		srv->unsent++;
+		evhttp_request_set_on_complete_cb(req, reply_complete_cb, srv);
+	}
+	if (srv->stopping)
+		evhttp_add_header(h, "Connection", "close");
+	if (code == 503)
+		evhttp_add_header(h, "Retry-After", "1");
+	evhttp_send_reply(req, code, reply_reason(code), buf);
+	evbuffer_free(buf);
+}
+
+/* Frees the memory behind an evbuffer reference. */
+static void
+reply_free_cb(const void *data, size_t len, void *arg)
+{
+	free((void *)data);
+}
+
+/* Serializes an envelope and sends it; steals env. */
+static void
+reply_envelope(struct server *srv, struct evhttp_request *req, int code,
+    json_t *env)
+{
+	struct evbuffer *buf = evbuffer_new();
+	char *s = json_dumps(env, JSON_COMPACT);
+
+	json_decref(env);
+	if (s == NULL) {
+		log_error("%s: json_dumps failed", __func__);
+		s = xstrdup("{\"code\":500,\"error\":\"cannot encode reply\"}");
+		code = 500;
+	}
+	evbuffer_add_reference(buf, s, strlen(s), reply_free_cb, NULL);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "application/json");
+	reply_send(srv, req, code, buf);
+}
+
+/* Sends {"code":code,"body":body}. */
+void
+reply_json(struct server *srv, struct evhttp_request *req, int code,
+    json_t *body)
+{
+	reply_envelope(srv, req, code, json_pack("{s:i, s:o}", "code", code,
+	    "body", body));
+}
+
+/* Sends {"code":code,"error":message}. */
+void
+reply_error(struct server *srv, struct evhttp_request *req, int code,
+    const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	log_debug("%s: %d %s", __func__, code, msg);
+	reply_envelope(srv, req, code, json_pack("{s:i, s:s%}", "code", code,
+	    "error", msg, strlen(msg)));
+	free(msg);
+}
+
+/* Sends bytes without copying them. */
+void
+reply_bytes(struct server *srv, struct evhttp_request *req, uint8_t *buf,
+    size_t len, const char *content_type, const char *filename)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	struct evbuffer *out = evbuffer_new();
+	char *disp;
+
+	evbuffer_add_reference(out, buf, len, reply_free_cb, NULL);
+	evhttp_add_header(h, "Content-Type", content_type);
+	if (filename != NULL) {
+		disp = xasprintf("attachment; filename=\"%s\"", filename);
+		evhttp_add_header(h, "Content-Disposition", disp);
+		free(disp);
+	}
+	reply_send(srv, req, 200, out);
+}

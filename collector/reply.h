@@ -1,0 +1,29 @@
+/*
+ * Replies on the loop thread: the JSON envelope {"code":N,"body":...} or
+ * {"code":N,"error":"..."}, raw bytes, and the bookkeeping that lets a
+ * shutdown wait for replies still being written.
+ */
+#ifndef PROFD_REPLY_H
+#define PROFD_REPLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+struct server;
+struct evhttp_request;
+
+/* Sends {"code":code,"body":body}; steals body. */
+void	reply_json(struct server *, struct evhttp_request *, int code,
+	    json_t *body);
+/* Sends {"code":code,"error":message}. */
+void	reply_error(struct server *, struct evhttp_request *, int code,
+	    const char *, ...) __attribute__((format(printf, 4, 5)));
+/* Sends bytes (ownership of buf passes to the reply). */
+void	reply_bytes(struct server *, struct evhttp_request *, uint8_t *buf,
+	    size_t len, const char *content_type, const char *filename);
+/* The reason phrase for a status code. */
+const char *reply_reason(int code);
+
+#endif

@@ -1,0 +1,430 @@
+/*
+ * Blob files. A write goes to a temp file in the blob's own directory
+ * (.tmp.ID.XXXXXX), is fsynced, renamed into place without replacing an
+ * existing blob (renameat2 RENAME_NOREPLACE, or link+unlink where the file
+ * system lacks it), and the directory is fsynced so the name is durable
+ * too. Anything named .tmp.* is garbage from an interrupted write and is
+ * removed by the startup check (recover.c) through blobs_scan.
+ *
+ * Directory fsyncs are shared between concurrent writers (ids are
+ * time-sortable, so concurrent blobs mostly land in one directory): a
+ * writer queues its request after its rename; whoever finds no fsync
+ * running takes every queued request and fsyncs each distinct directory
+ * once. An fsync started after a rename covers it, so every writer still
+ * returns only once its own name is durable.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/xmalloc.h"
+#include "storage/blobs.h"
+#include "storage/store.h"
+
+#define BLOBS_TEMP_PREFIX	".tmp."
+
+/* Longest root that leaves room for "/xx/.tmp.ID.XXXXXX". */
+#define BLOBS_ROOT_MAX	(PATH_MAX - 64)
+
+/* A writer waiting for its blob's directory to be fsynced. */
+struct blobs_sync {
+	const char		*dir;
+	int			 done;
+	char			*cause;
+	struct blobs_sync	*next;
+};
+
+struct blobs {
+	char			*root;		/* DATA_DIR/blobs */
+
+	/* Shared directory fsyncs; see blobs_sync_dir_shared. */
+	pthread_mutex_t		 mu;
+	pthread_cond_t		 cond;
+	int			 syncing;
+	struct blobs_sync	*pending;
+};
+
+/* Formats a path into buf (PATH_MAX bytes); roots are short enough. */
+static void __attribute__((format(printf, 2, 3)))
+blobs_pathf(char *buf, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, PATH_MAX, fmt, ap);
+	va_end(ap);
+}
+
+/* Opens the blob store, creating DATA_DIR/blobs. */
+struct blobs *
+blobs_open(const char *data_dir, char **cause)
+{
+	struct blobs	*b;
+	char		*root;
+
+	root = xasprintf("%s/blobs", data_dir);
+	if (strlen(root) > BLOBS_ROOT_MAX) {
+		xcause(cause, "data directory path too long: %s", data_dir);
+		free(root);
+		return NULL;
+	}
+	if (mkdir(root, 0755) == -1 && errno != EEXIST) {
+		xcause(cause, "create %s: %s", root, strerror(errno));
+		free(root);
+		return NULL;
+	}
+	b = xcalloc(1, sizeof *b);
+	b->root = root;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	return b;
+}
+
+/* Frees the blob store handle. */
+void
+blobs_close(struct blobs *b)
+{
+	if (b == NULL)
+		return;
+	pthread_mutex_destroy(&b->mu);
+	pthread_cond_destroy(&b->cond);
+	free(b->root);
+	free(b);
+}
+
+/* Checks that id is STORE_ID_LEN characters of [0-9A-Za-z]. */
+int
+blobs_id_valid(const char *id)
+{
+	size_t	i;
+
+	if (id == NULL)
+		return 0;
+	for (i = 0; i < STORE_ID_LEN; i++) {
+		char c = id[i];
+
+		if (!((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') ||
+		    (c >= 'a' && c <= 'z')))
+			return 0;
+	}
+	return id[STORE_ID_LEN] == '\0';
+}
+
+/* Formats the directory of blob id into dir (PATH_MAX bytes). */
+static void
+blobs_dir(struct blobs *b, const char *id, char *dir)
+{
+	blobs_pathf(dir, "%s/%.2s", b->root, id);
+}
+
+/* fsyncs a directory so the names in it are durable. */
+static int
+blobs_sync_dir(const char *dir, char **cause)
+{
+	int	fd;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return xcause(cause, "open %s: %s", dir, strerror(errno));
+	if (fsync(fd) == -1) {
+		int e = errno;
+
+		close(fd);
+		return xcause(cause, "fsync %s: %s", dir, strerror(e));
+	}
+	close(fd);
+	return 0;
+}
+
+/* fsyncs dir, sharing one fsync with concurrent callers (see the top). */
+static int
+blobs_sync_dir_shared(struct blobs *b, const char *dir, char **cause)
+{
+	struct blobs_sync	 req = { .dir = dir }, *batch, *p, *q, *next;
+	char			*why;
+	int			 done;
+
+	pthread_mutex_lock(&b->mu);
+	req.next = b->pending;
+	b->pending = &req;
+	while (!req.done) {
+		if (b->syncing) {
+			pthread_cond_wait(&b->cond, &b->mu);
+			continue;
+		}
+		b->syncing = 1;
+		batch = b->pending;
+		b->pending = NULL;
+		pthread_mutex_unlock(&b->mu);
+		for (p = batch; p != NULL; p = p->next) {
+			for (q = batch, done = 0; q != p; q = q->next)
+				done |= strcmp(q->dir, p->dir) == 0;
+			if (done)
+				continue;	/* synced for an earlier one */
+			why = NULL;
+			blobs_sync_dir(p->dir, &why);
+			for (q = p; q != NULL && why != NULL; q = q->next) {
+				if (strcmp(q->dir, p->dir) == 0)
+					q->cause = xstrdup(why);
+			}
+			free(why);
+		}
+		pthread_mutex_lock(&b->mu);
+		for (p = batch; p != NULL; p = next) {
+			next = p->next;
+			p->done = 1;	/* p may be gone once mu is dropped */
+		}
+		b->syncing = 0;
+		pthread_cond_broadcast(&b->cond);
+	}
+	pthread_mutex_unlock(&b->mu);
+	if (req.cause != NULL) {
+		xcause(cause, "%s", req.cause);
+		free(req.cause);
+		return -1;
+	}
+	return 0;
+}
+
+/* Creates the temp file for id in dir, creating dir (durably) if needed. */
+static int
+blobs_create_temp(struct blobs *b, const char *dir, const char *id,
+    char *tmp, char **cause)
+{
+	int	fd;
+
+	blobs_pathf(tmp, "%s/" BLOBS_TEMP_PREFIX "%s.XXXXXX", dir, id);
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) != -1)
+		return fd;
+	if (errno != ENOENT)
+		return xcause(cause, "create temp file in %s: %s", dir,
+		    strerror(errno));
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST)
+		return xcause(cause, "create %s: %s", dir, strerror(errno));
+	if (blobs_sync_dir(b->root, cause) == -1)
+		return -1;
+	blobs_pathf(tmp, "%s/" BLOBS_TEMP_PREFIX "%s.XXXXXX", dir, id);
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1)
+		return xcause(cause, "create temp file in %s: %s", dir,
+		    strerror(errno));
+	return fd;
+}
+
+/* Renames tmp to path unless path exists. */
+static int
+blobs_rename_noreplace(const char *tmp, const char *path)
+{
+#ifdef RENAME_NOREPLACE
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+#endif
+	if (link(tmp, path) == -1)
+		return -1;
+	unlink(tmp);
+	return 0;
+}
+
+/* Writes blob id durably; see the top of the file for the order. */
+int
+blobs_write(struct blobs *b, const char *id, const void *buf, size_t len,
+    char **cause)
+{
+	char		 dir[PATH_MAX], tmp[PATH_MAX], path[PATH_MAX];
+	const uint8_t	*p = buf;
+	char		*why = NULL;
+	int		 fd;
+	ssize_t		 w;
+
+	if (!blobs_id_valid(id))
+		return xcause(cause, "write blob: invalid id");
+	blobs_dir(b, id, dir);
+	blobs_pathf(path, "%s/%s", dir, id);
+	if ((fd = blobs_create_temp(b, dir, id, tmp, &why)) == -1)
+		goto fail;
+	while (len > 0) {
+		if ((w = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			why = xasprintf("write %s: %s", tmp, strerror(errno));
+			goto fail_temp;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	if (fsync(fd) == -1) {
+		why = xasprintf("fsync %s: %s", tmp, strerror(errno));
+		goto fail_temp;
+	}
+	if (close(fd) == -1) {
+		fd = -1;
+		why = xasprintf("close %s: %s", tmp, strerror(errno));
+		goto fail_temp;
+	}
+	fd = -1;
+	if (blobs_rename_noreplace(tmp, path) == -1) {
+		if (errno == EEXIST)
+			why = xasprintf("already exists");
+		else
+			why = xasprintf("rename to %s: %s", path,
+			    strerror(errno));
+		goto fail_temp;
+	}
+	if (blobs_sync_dir_shared(b, dir, &why) == -1) {
+		unlink(path);
+		goto fail;
+	}
+	return 0;
+
+fail_temp:
+	if (fd != -1)
+		close(fd);
+	unlink(tmp);
+fail:
+	xcause(cause, "write blob %s: %s", id, why);
+	free(why);
+	return -1;
+}
+
+/* Reads a whole blob into a new buffer. */
+int
+blobs_read(struct blobs *b, const char *id, uint8_t **buf, size_t *len,
+    char **cause)
+{
+	char		 path[PATH_MAX];
+	struct stat	 st;
+	uint8_t		*data = NULL;
+	size_t		 size, got = 0;
+	ssize_t		 r;
+	int		 fd;
+
+	*buf = NULL;
+	*len = 0;
+	if (!blobs_id_valid(id))
+		return 1;
+	blobs_pathf(path, "%s/%.2s/%s", b->root, id, id);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 1;
+		return xcause(cause, "read blob %s: open %s: %s", id, path,
+		    strerror(errno));
+	}
+	if (fstat(fd, &st) == -1) {
+		xcause(cause, "read blob %s: fstat: %s", id, strerror(errno));
+		goto fail;
+	}
+	size = (size_t)st.st_size;
+	data = xmalloc(size);
+	while (got < size) {
+		if ((r = read(fd, data + got, size - got)) == -1) {
+			if (errno == EINTR)
+				continue;
+			xcause(cause, "read blob %s: %s", id, strerror(errno));
+			goto fail;
+		}
+		if (r == 0) {
+			xcause(cause, "read blob %s: short read (%zu of %zu "
+			    "bytes)", id, got, size);
+			goto fail;
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	*buf = data;
+	*len = size;
+	return 0;
+
+fail:
+	free(data);
+	close(fd);
+	return -1;
+}
+
+/* Removes blob id; with sync, the removal is made durable. */
+int
+blobs_remove(struct blobs *b, const char *id, int sync, char **cause)
+{
+	char	dir[PATH_MAX], path[PATH_MAX];
+	char	*why = NULL;
+
+	if (!blobs_id_valid(id))
+		return 0;
+	blobs_dir(b, id, dir);
+	blobs_pathf(path, "%s/%s", dir, id);
+	if (unlink(path) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		return xcause(cause, "remove blob %s: %s", id,
+		    strerror(errno));
+	}
+	if (sync && blobs_sync_dir(dir, &why) == -1) {
+		xcause(cause, "remove blob %s: %s", id, why);
+		free(why);
+		return -1;
+	}
+	return 0;
+}
+
+/* Classifies one file name found in blobs/xx. */
+static enum blobs_entry
+blobs_classify(const char *xx, const char *name)
+{
+	if (strncmp(name, BLOBS_TEMP_PREFIX, strlen(BLOBS_TEMP_PREFIX)) == 0)
+		return BLOBS_ENTRY_TEMP;
+	if (blobs_id_valid(name) && strncmp(name, xx, 2) == 0)
+		return BLOBS_ENTRY_BLOB;
+	return BLOBS_ENTRY_OTHER;
+}
+
+/* Scans blobs/xx/ * and calls cb for each regular file. */
+int
+blobs_scan(struct blobs *b, int (*cb)(enum blobs_entry, const char *,
+    const char *, void *), void *arg, char **cause)
+{
+	DIR		*top, *sub;
+	struct dirent	*de, *fe;
+	char		 dir[PATH_MAX], path[PATH_MAX];
+	int		 ret = 0;
+
+	if ((top = opendir(b->root)) == NULL)
+		return xcause(cause, "scan %s: %s", b->root, strerror(errno));
+	while (ret == 0 && (de = readdir(top)) != NULL) {
+		if (de->d_name[0] == '.' || strlen(de->d_name) != 2)
+			continue;
+		blobs_pathf(dir, "%s/%s", b->root, de->d_name);
+		if ((sub = opendir(dir)) == NULL) {
+			if (errno == ENOTDIR)
+				continue;
+			ret = xcause(cause, "scan %s: %s", dir,
+			    strerror(errno));
+			break;
+		}
+		while ((fe = readdir(sub)) != NULL) {
+			if (strcmp(fe->d_name, ".") == 0 ||
+			    strcmp(fe->d_name, "..") == 0)
+				continue;
+			if (fe->d_type != DT_REG && fe->d_type != DT_UNKNOWN)
+				continue;
+			blobs_pathf(path, "%s/%s", dir, fe->d_name);
+			if (cb(blobs_classify(de->d_name, fe->d_name),
+			    fe->d_name, path, arg) == -1) {
+				ret = xcause(cause, "scan %s: stopped at %s",
+				    dir, fe->d_name);
+				break;
+			}
+		}
+		closedir(sub);
+	}
+	closedir(top);
+	return ret;
+}

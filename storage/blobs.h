@@ -1,0 +1,48 @@
+/*
+ * Blob files: the uploaded bytes of each profile under
+ * DATA_DIR/blobs/xx/ID (xx = the first two characters of ID), written
+ * durably (temp file, fsync, rename without replacing, fsync of the
+ * directory) and scanned at startup by recover.c.
+ */
+#ifndef PROFD_BLOBS_H
+#define PROFD_BLOBS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct blobs;
+
+/* Creates DATA_DIR/blobs if needed. */
+struct blobs	*blobs_open(const char *data_dir, char **cause);
+void		 blobs_close(struct blobs *);
+
+/* 1 if id is STORE_ID_LEN characters of [0-9A-Za-z] (safe in a path). */
+int	blobs_id_valid(const char *id);
+
+/*
+ * Writes len bytes as blob id durably. Fails (nothing left behind) if the
+ * blob already exists.
+ */
+int	blobs_write(struct blobs *, const char *id, const void *buf,
+	    size_t len, char **cause);
+/* Reads a whole blob: 0 ok, 1 no such blob, -1 error. *buf: OUT (free). */
+int	blobs_read(struct blobs *, const char *id, uint8_t **buf, size_t *len,
+	    char **cause);
+/* Unlinks a blob; sync also fsyncs its directory. A missing blob is ok. */
+int	blobs_remove(struct blobs *, const char *id, int sync, char **cause);
+
+enum blobs_entry {
+	BLOBS_ENTRY_BLOB,	/* a finished blob; name is its id */
+	BLOBS_ENTRY_TEMP,	/* a temp file left by an interrupted write */
+	BLOBS_ENTRY_OTHER	/* not ours: left alone */
+};
+
+/*
+ * Calls cb for every file under blobs/ with its kind, name and full path.
+ * A callback returning -1 stops the scan (the scan then returns -1).
+ */
+int	blobs_scan(struct blobs *, int (*cb)(enum blobs_entry kind,
+	    const char *name, const char *path, void *arg), void *arg,
+	    char **cause);
+
+#endif

@@ -1,0 +1,234 @@
+/*
+ * The embedded backend: metadata in DATA_DIR/meta.db (meta_sqlite.c,
+ * meta_query.c), bytes in DATA_DIR/blobs (blobs.c), checked against each
+ * other at open (recover.c). This file holds the order of operations that
+ * spans both: a put writes the blob durably before the row and removes the
+ * blob again if the row fails; a retention delete commits the rows before
+ * unlinking the blobs. Either way a crash leaves at worst an orphan blob,
+ * which the next open removes, never a row that points nowhere.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/xmalloc.h"
+#include "storage/blobs.h"
+#include "storage/meta_sqlite.h"
+#include "storage/recover.h"
+#include "storage/store_ops.h"
+
+struct embedded {
+	struct meta_sqlite	*meta;
+	struct blobs		*blobs;
+};
+
+/* Closes the backend. */
+static void
+embedded_close(void *be)
+{
+	struct embedded	*e = be;
+
+	if (e == NULL)
+		return;
+	meta_sqlite_close(e->meta);
+	blobs_close(e->blobs);
+	free(e);
+}
+
+/* Creates dir and its missing parents (mkdir -p). */
+static int
+embedded_mkdirs(const char *dir, char **cause)
+{
+	char	*p = xstrdup(dir), *slash = p;
+	int	 ret = 0;
+
+	for (;;) {
+		slash = strchr(slash + 1, '/');
+		if (slash != NULL)
+			*slash = '\0';
+		if (mkdir(p, 0755) == -1 && errno != EEXIST) {
+			ret = xcause(cause, "create data directory %s: %s", p,
+			    strerror(errno));
+			break;
+		}
+		if (slash == NULL)
+			break;
+		*slash = '/';
+	}
+	free(p);
+	return ret;
+}
+
+/* Opens data_dir (creating it), then runs the consistency check. */
+static void *
+embedded_open(const char *data_dir, struct store_recovery *rec, char **cause)
+{
+	struct embedded		*e;
+	struct store_recovery	 r;
+	char			*path;
+
+	if (embedded_mkdirs(data_dir, cause) == -1)
+		return NULL;
+	e = xcalloc(1, sizeof *e);
+	if ((e->blobs = blobs_open(data_dir, cause)) == NULL)
+		goto fail;
+	path = xasprintf("%s/meta.db", data_dir);
+	e->meta = meta_sqlite_open(path, cause);
+	free(path);
+	if (e->meta == NULL)
+		goto fail;
+	if (recover_run(e->meta, e->blobs, &r, cause) == -1)
+		goto fail;
+	if (r.orphan_blobs_removed || r.temp_files_removed || r.missing_blobs)
+		log_warn("%s: %s: removed %zu orphan blobs and %zu temp files; "
+		    "%zu profiles have no blob", __func__, data_dir,
+		    r.orphan_blobs_removed, r.temp_files_removed,
+		    r.missing_blobs);
+	if (rec != NULL)
+		*rec = r;
+	return e;
+
+fail:
+	embedded_close(e);
+	return NULL;
+}
+
+/* Blob first, then the row; undoes the blob if the row fails. */
+static int
+embedded_put(void *be, const struct profile_meta *m, const void *blob,
+    size_t len, char **cause)
+{
+	struct embedded		*e = be;
+	struct profile_meta	 row;
+	char			*why = NULL, *why2 = NULL;
+
+	if (m == NULL || !blobs_id_valid(m->id))
+		return xcause(cause, "store profile: invalid id");
+	if (m->service == NULL || *m->service == '\0')
+		return xcause(cause, "store profile %s: no service", m->id);
+	if (m->type == NULL || *m->type == '\0')
+		return xcause(cause, "store profile %s: no type", m->id);
+	if (m->nlabels > 0 && m->labels == NULL)
+		return xcause(cause, "store profile %s: no labels", m->id);
+	if (blob == NULL && len > 0)
+		return xcause(cause, "store profile %s: no bytes", m->id);
+
+	if (blobs_write(e->blobs, m->id, blob, len, cause) == -1)
+		return -1;
+	row = *m;
+	row.size = (int64_t)len;	/* the blob is the bytes as uploaded */
+	if (meta_sqlite_insert(e->meta, &row, &why) == 0)
+		return 0;
+	if (blobs_remove(e->blobs, m->id, 1, &why2) == -1) {
+		log_error("%s: %s (after: %s)", __func__, why2, why);
+		free(why2);
+	}
+	xcause(cause, "store profile %s: %s", m->id, why);
+	free(why);
+	return -1;
+}
+
+/* Lists metas. */
+static int
+embedded_list(void *be, const struct store_query *q,
+    struct profile_meta **out, size_t *n, char **cause)
+{
+	struct embedded	*e = be;
+
+	return meta_query_list(e->meta, q, out, n, cause);
+}
+
+/* Looks one profile up. */
+static int
+embedded_get(void *be, const char *id, struct profile_meta *out,
+    char **cause)
+{
+	struct embedded	*e = be;
+
+	if (!blobs_id_valid(id)) {
+		memset(out, 0, sizeof *out);
+		return 1;
+	}
+	return meta_query_get(e->meta, id, out, cause);
+}
+
+/* Reads the bytes of one profile. */
+static int
+embedded_read_blob(void *be, const char *id, uint8_t **buf, size_t *len,
+    char **cause)
+{
+	struct embedded	*e = be;
+
+	return blobs_read(e->blobs, id, buf, len, cause);
+}
+
+/* Service names. */
+static int
+embedded_services(void *be, char ***out, size_t *n, char **cause)
+{
+	struct embedded	*e = be;
+
+	return meta_query_services(e->meta, out, n, cause);
+}
+
+/* Label keys or values. */
+static int
+embedded_labels(void *be, const char *service, const char *key,
+    char ***out, size_t *n, char **cause)
+{
+	struct embedded	*e = be;
+
+	return meta_query_labels(e->meta, service, key, out, n, cause);
+}
+
+/* Rows first (committed), then blobs; a blob left over is an orphan. */
+static int
+embedded_delete_before(void *be, int64_t cutoff, size_t batch,
+    size_t *deleted, char **cause)
+{
+	struct embedded	*e = be;
+	char		**ids = NULL, *why = NULL;
+	size_t		  n = 0, i;
+
+	*deleted = 0;
+	if (meta_sqlite_delete_before(e->meta, cutoff, batch, &ids, &n,
+	    cause) == -1)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (blobs_remove(e->blobs, ids[i], 0, &why) == -1) {
+			/* The row is gone; the next open removes the file. */
+			log_warn("%s: %s", __func__, why);
+			free(why);
+			why = NULL;
+		}
+	}
+	store_strings_free(ids, n);
+	*deleted = n;
+	return 0;
+}
+
+/* Totals for /metrics. */
+static int
+embedded_totals(void *be, int64_t *profiles, int64_t *bytes, char **cause)
+{
+	struct embedded	*e = be;
+
+	return meta_sqlite_totals(e->meta, profiles, bytes, cause);
+}
+
+const struct store_ops embedded_store_ops = {
+	.name = "embedded",
+	.open = embedded_open,
+	.close = embedded_close,
+	.put = embedded_put,
+	.list = embedded_list,
+	.get = embedded_get,
+	.read_blob = embedded_read_blob,
+	.services = embedded_services,
+	.labels = embedded_labels,
+	.delete_before = embedded_delete_before,
+	.totals = embedded_totals,
+};

@@ -1,0 +1,60 @@
+/*
+ * Profile metadata in SQLite (WAL): the schema, connections (one writer,
+ * a pool of readers), group-committed inserts, retention deletes and
+ * totals (meta_sqlite.c) and the read queries (meta_query.c).
+ */
+#ifndef PROFD_META_SQLITE_H
+#define PROFD_META_SQLITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/store.h"
+
+struct meta_sqlite;
+
+/* Opens (creating schema if needed) the database at path. */
+struct meta_sqlite	*meta_sqlite_open(const char *path, char **cause);
+void			 meta_sqlite_close(struct meta_sqlite *);
+
+/*
+ * Inserts one row durably, group-committed with concurrent callers:
+ * returns once the transaction holding it is on disk. size is stored as
+ * the row's size.
+ */
+int	meta_sqlite_insert(struct meta_sqlite *, const struct profile_meta *m,
+	    char **cause);
+/* Inserts n rows in one transaction, all or nothing (bulk loading). */
+int	meta_sqlite_insert_many(struct meta_sqlite *,
+	    const struct profile_meta *m, size_t n, char **cause);
+
+/*
+ * Deletes up to batch rows created before cutoff, oldest first, in one
+ * committed transaction. *ids: OUT new array of the deleted ids (free with
+ * store_strings_free), *n: OUT count.
+ */
+int	meta_sqlite_delete_before(struct meta_sqlite *, int64_t cutoff,
+	    size_t batch, char ***ids, size_t *n, char **cause);
+
+/* Number of rows and sum of sizes (computed once, then kept current). */
+int	meta_sqlite_totals(struct meta_sqlite *, int64_t *profiles,
+	    int64_t *bytes, char **cause);
+
+/*
+ * All ids, sorted, as one buffer of *n records of STORE_ID_LEN bytes (no
+ * terminators). *ids: OUT (free). Streams the id index; no per-row query.
+ */
+int	meta_sqlite_ids(struct meta_sqlite *, char **ids, size_t *n,
+	    char **cause);
+
+/* Queries (meta_query.c); semantics as store_list etc. in store.h. */
+int	meta_query_list(struct meta_sqlite *, const struct store_query *q,
+	    struct profile_meta **out, size_t *n, char **cause);
+int	meta_query_get(struct meta_sqlite *, const char *id,
+	    struct profile_meta *out, char **cause);
+int	meta_query_services(struct meta_sqlite *, char ***out, size_t *n,
+	    char **cause);
+int	meta_query_labels(struct meta_sqlite *, const char *service,
+	    const char *key, char ***out, size_t *n, char **cause);
+
+#endif

@@ -1,0 +1,153 @@
+/*
+ * The store interface (store.h) dispatching to a backend (store_ops.h).
+ * Also the helpers that free what the store hands out.
+ */
+#include <stdlib.h>
+
+#include "common/xmalloc.h"
+#include "storage/store_ops.h"
+
+struct store {
+	const struct store_ops	*ops;
+	void			*be;	/* the backend's state */
+};
+
+/* Opens the store in data_dir with the embedded backend. */
+struct store *
+store_open(const char *data_dir, struct store_recovery *rec, char **cause)
+{
+	const struct store_ops	*ops = &embedded_store_ops;
+	struct store		*st;
+	void			*be;
+
+	if (data_dir == NULL || *data_dir == '\0') {
+		xcause(cause, "open store: no data directory");
+		return NULL;
+	}
+	if ((be = ops->open(data_dir, rec, cause)) == NULL)
+		return NULL;
+	st = xcalloc(1, sizeof *st);
+	st->ops = ops;
+	st->be = be;
+	return st;
+}
+
+/* Closes the store; no other call may be running. */
+void
+store_close(struct store *st)
+{
+	if (st == NULL)
+		return;
+	st->ops->close(st->be);
+	free(st);
+}
+
+/* Stores a profile durably. */
+int
+store_put(struct store *st, const struct profile_meta *m, const void *blob,
+    size_t len, char **cause)
+{
+	return st->ops->put(st->be, m, blob, len, cause);
+}
+
+/* Lists profiles, newest first. */
+int
+store_list(struct store *st, const struct store_query *q,
+    struct profile_meta **out, size_t *n, char **cause)
+{
+	return st->ops->list(st->be, q, out, n, cause);
+}
+
+/* Looks one profile up. */
+int
+store_get(struct store *st, const char *id, struct profile_meta *out,
+    char **cause)
+{
+	return st->ops->get(st->be, id, out, cause);
+}
+
+/* Reads the stored bytes of a profile. */
+int
+store_read_blob(struct store *st, const char *id, uint8_t **buf, size_t *len,
+    char **cause)
+{
+	return st->ops->read_blob(st->be, id, buf, len, cause);
+}
+
+/* Lists service names. */
+int
+store_services(struct store *st, char ***out, size_t *n, char **cause)
+{
+	return st->ops->services(st->be, out, n, cause);
+}
+
+/* Lists label keys or the values of one key. */
+int
+store_labels(struct store *st, const char *service, const char *key,
+    char ***out, size_t *n, char **cause)
+{
+	return st->ops->labels(st->be, service, key, out, n, cause);
+}
+
+/* Deletes profiles created before cutoff, up to batch of them. */
+int
+store_delete_before(struct store *st, int64_t cutoff, size_t batch,
+    size_t *deleted, char **cause)
+{
+	return st->ops->delete_before(st->be, cutoff, batch, deleted, cause);
+}
+
+/* Counts profiles and bytes. */
+int
+store_totals(struct store *st, int64_t *profiles, int64_t *bytes,
+    char **cause)
+{
+	return st->ops->totals(st->be, profiles, bytes, cause);
+}
+
+/* Frees the members of *m. */
+void
+profile_meta_clear(struct profile_meta *m)
+{
+	size_t	i;
+
+	if (m == NULL)
+		return;
+	free(m->service);
+	free(m->type);
+	free(m->sample_types);
+	for (i = 0; i < m->nlabels; i++) {
+		free(m->labels[i].key);
+		free(m->labels[i].value);
+	}
+	free(m->labels);
+	m->service = m->type = m->sample_types = NULL;
+	m->labels = NULL;
+	m->nlabels = 0;
+}
+
+/* Frees n metas and the array. */
+void
+profile_meta_free_array(struct profile_meta *m, size_t n)
+{
+	size_t	i;
+
+	if (m == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		profile_meta_clear(&m[i]);
+	free(m);
+}
+
+/* Frees n strings and the array. */
+void
+store_strings_free(char **v, size_t n)
+{
+	size_t	i;
+
+	if (v == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}

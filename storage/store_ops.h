@@ -1,0 +1,39 @@
+/*
+ * The backend seam behind storage/store.h: a backend is a table of
+ * functions over its own opaque state, and store.c only dispatches. The
+ * embedded backend (SQLite metadata + blob files) is the only one today;
+ * another (say, an object store) adds a table here and a case in store.c.
+ */
+#ifndef PROFD_STORE_OPS_H
+#define PROFD_STORE_OPS_H
+
+#include "storage/store.h"
+
+struct store_ops {
+	const char	*name;
+	void		*(*open)(const char *data_dir, struct store_recovery *rec,
+			    char **cause);
+	void		 (*close)(void *be);
+	int		 (*put)(void *be, const struct profile_meta *m,
+			    const void *blob, size_t len, char **cause);
+	int		 (*list)(void *be, const struct store_query *q,
+			    struct profile_meta **out, size_t *n, char **cause);
+	int		 (*get)(void *be, const char *id,
+			    struct profile_meta *out, char **cause);
+	int		 (*read_blob)(void *be, const char *id, uint8_t **buf,
+			    size_t *len, char **cause);
+	int		 (*services)(void *be, char ***out, size_t *n,
+			    char **cause);
+	int		 (*labels)(void *be, const char *service,
+			    const char *key, char ***out, size_t *n,
+			    char **cause);
+	int		 (*delete_before)(void *be, int64_t cutoff,
+			    size_t batch, size_t *deleted, char **cause);
+	int		 (*totals)(void *be, int64_t *profiles, int64_t *bytes,
+			    char **cause);
+};
+
+/* The embedded backend: storage/embedded.c. */
+extern const struct store_ops embedded_store_ops;
+
+#endif

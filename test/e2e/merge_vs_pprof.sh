@@ -1,0 +1,141 @@
+#!/bin/bash
+# merge_vs_pprof.sh: the merge engine against `go tool pprof -proto`.
+#
+# For every kind of corpus profile, merges the same files with merge_files
+# (collector/merge_run.c) and with `go tool pprof -proto`, then checks that
+# `go tool pprof -top` of both lists the same functions with the same flat
+# and cum values, exactly (-unit=ns prints raw integers), for every sample
+# index; and that it equals `go tool pprof -top` of the inputs themselves,
+# total included. (pprof's -proto output loses samples with an empty stack,
+# such as threadcreate's, as a side effect of its focus filter, so its
+# merged file has a smaller total than pprof shows for the inputs; profd
+# keeps them.) Then checks that builds A and B merge location for location: fewer
+# locations than pprof's, exactly one per distinct symbolized location key.
+
+. "${top_srcdir:-.}/test/e2e/lib.sh"
+
+MF=${top_builddir:-.}/test/unit/merge_files
+C=$PROFD_CORPUS
+command -v go >/dev/null 2>&1 || skip_all "go tool pprof not installed"
+[ -d "$C/go" ] || skip_all "corpus not found at $C"
+[ -x "$MF" ] || skip_all "merge_files not built"
+
+# top INDEX FILE...: the total, then sorted "flat cum name" rows of
+# pprof -top for one sample index.
+top() {
+	local i=$1; shift
+	go tool pprof -top -nodecount=1000000 -nodefraction=0 \
+	    -edgefraction=0 -unit=ns -sample_index="$i" "$@" 2>/dev/null |
+	    awk '/^Showing nodes accounting for/ {
+		sub(/.* of /, ""); print "total", $0 }
+	    f { flat=$1; cum=$4; $1=$2=$3=$4=$5=""; sub(/^ +/, "");
+		print flat, cum, $0 } /^ *flat +flat%/ { f=1 }' | LC_ALL=C sort
+}
+
+# ntypes FILE: number of sample types (pprof -raw's line after "Samples:").
+ntypes() {
+	go tool pprof -raw "$1" 2>/dev/null |
+	    awk '/^Samples:/ { getline; print NF; exit }'
+}
+
+# compare NAME [-j N] FILE...: one test per sample index.
+compare() {
+	local name=$1 jobs=; shift
+	if [ "$1" = -j ]; then jobs="-j $2"; shift 2; fi
+	local ours=$T_TMP/ours.pb.gz theirs=$T_TMP/theirs.pb.gz i n
+	rm -f "$ours" "$theirs"
+	if ! $MF $jobs "$ours" "$@" 2>"$T_TMP/mf.err"; then
+		not_ok "$name: merge_files failed: $(cat "$T_TMP/mf.err")"
+		return
+	fi
+	if ! go tool pprof -proto "$@" >"$theirs" 2>/dev/null; then
+		not_ok "$name: go tool pprof -proto failed"
+		return
+	fi
+	n=$(ntypes "$theirs")
+	if [ -z "$n" ] || [ "$n" != "$(ntypes "$ours")" ]; then
+		not_ok "$name: sample types ($n vs $(ntypes "$ours"))"
+		return
+	fi
+	for ((i = 0; i < n; i++)); do
+		top "$i" "$ours" >"$T_TMP/top.ours"
+		top "$i" "$theirs" | grep -v '^total ' >"$T_TMP/top.theirs"
+		top "$i" "$@" >"$T_TMP/top.direct"
+		if ! grep -q '^total ' "$T_TMP/top.direct"; then
+			not_ok "$name: pprof -top printed no total for index $i"
+		elif ! grep -v '^total ' "$T_TMP/top.ours" |
+		    cmp -s - "$T_TMP/top.theirs"; then
+			not_ok "$name: index $i: functions differ from pprof -proto's"
+			grep -v '^total ' "$T_TMP/top.ours" |
+			    diff - "$T_TMP/top.theirs" | head -10 | sed 's/^/# /'
+		elif ! cmp -s "$T_TMP/top.ours" "$T_TMP/top.direct"; then
+			not_ok "$name: index $i: differs from pprof -top of the inputs"
+			diff "$T_TMP/top.ours" "$T_TMP/top.direct" | head -10 |
+			    sed 's/^/# /'
+		else
+			ok "$name (${#@} files): index $i, $(($(wc -l <"$T_TMP/top.ours") - 1)) functions identical, $(grep '^total ' "$T_TMP/top.ours")"
+		fi
+	done
+}
+
+G=$C/go
+compare "cpuburn cpu A+B" $G/cpuburn/cpu_[AB]_0*.pb.gz
+compare "cpuburn cpu A+B, 2 workers" -j 2 $G/cpuburn/cpu_[AB]_0*.pb.gz
+compare "cpuburn heap" $G/cpuburn/heap_[AB]_0[1-4].pb.gz
+compare "allocheavy heap" $G/allocheavy/heap_[AB]_0*.pb.gz
+compare "allocheavy allocs" $G/allocheavy/allocs_[AB]_0*.pb.gz
+compare "allocheavy cpu" $G/allocheavy/cpu_[AB]_0[1-3].pb.gz
+compare "contention block" $G/contention/block_[AB]_0*.pb.gz
+compare "contention mutex" $G/contention/mutex_[AB]_0*.pb.gz
+compare "contention cpu" $G/contention/cpu_[AB]_0*.pb.gz
+compare "goroutines goroutine" $G/goroutines/goroutine_[AB]_0*.pb.gz
+compare "goroutines cpu" $G/goroutines/cpu_[AB]_0*.pb.gz
+compare "threadcreate, all programs" $G/*/threadcreate_[AB]_0[12].pb.gz
+compare "bigstacks cpu" $G/bigstacks/cpu_A_01.pb.gz $G/bigstacks/cpu_B_01.pb.gz
+compare "node datadog wall" $C/node/datadog/wall_*.pb.gz
+compare "node datadog heap" $C/node/datadog/heap_*.pb.gz
+compare "node google wall" $C/node/google/wall_*.pb.gz
+compare "node google heap" $C/node/google/heap_*.pb.gz
+compare "gperftools cpu x3" $C/gperftools/cworker.cpu.pb.gz \
+    $C/gperftools/cworker.cpu.pb.gz $C/gperftools/cworker.cpu.pb.gz
+
+# A mutex profile with no samples merges into a valid empty profile.
+if $MF -v "$T_TMP/empty.pb.gz" $G/cpuburn/mutex_A_0[12].pb.gz 2>"$T_TMP/v" &&
+    grep -q 'samples=0 ' "$T_TMP/v" &&
+    go tool pprof -raw "$T_TMP/empty.pb.gz" >/dev/null 2>&1; then
+	ok "zero-sample profiles merge into a valid empty profile"
+else
+	not_ok "zero-sample profiles merge into a valid empty profile"
+fi
+
+# keys FILE...: distinct symbolized location keys (every line's function,
+# file and line, without address, mapping or start line) per pprof -raw.
+keys() {
+	local f
+	for f in "$@"; do
+		go tool pprof -raw "$f" 2>/dev/null | awk '
+		    /^Locations/ { on = 1; next }
+		    /^Mappings/ { on = 0 }
+		    !on { next }
+		    /^ +[0-9]+: / { if (k != "") print k; k = ""
+			$1 = ""; $2 = ""; $3 = "" }
+		    { sub(/ s=[0-9]+$/, ""); sub(/^ +/, ""); k = k "|" $0 }
+		    END { if (k != "") print k }'
+	done | LC_ALL=C sort -u | wc -l
+}
+locs() { sed -n 's/.*locations=\([0-9]*\).*/\1/p' "$T_TMP/v"; }
+
+A=$G/cpuburn/cpu_A_01.pb.gz
+B=$G/cpuburn/cpu_B_01.pb.gz
+$MF -v "$T_TMP/ab.pb.gz" "$A" "$B" 2>"$T_TMP/v"
+ab=$(locs)
+go tool pprof -proto "$A" "$B" >"$T_TMP/ab-pprof.pb.gz" 2>/dev/null
+theirs=$(go tool pprof -raw "$T_TMP/ab-pprof.pb.gz" 2>/dev/null |
+    awk '/^Locations/{on=1; next} /^Mappings/{on=0} on && /^ +[0-9]+: /' | wc -l)
+check "A+B: $ab locations, fewer than pprof's $theirs" test "$ab" -lt "$theirs"
+want=$(keys "$A" "$B")
+is "$ab" "$want" "A+B: one location per distinct symbolized key ($want)"
+$MF -v "$T_TMP/a.pb.gz" "$A" 2>"$T_TMP/v"
+is "$(locs)" "$(keys "$A")" "A alone: one location per distinct key"
+
+done_testing

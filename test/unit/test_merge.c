@@ -1,0 +1,522 @@
+/*
+ * Unit tests of the merge engine (collector/merge.c) on profiles built in
+ * memory and on real corpus profiles: deduplication, address independence,
+ * keys of unsymbolized locations, labels, zero samples, sample type
+ * mismatch and alignment, header rules, merge of one, combine.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/arena.h"
+#include "collector/merge.h"
+#include "test/tap.h"
+#include "test/unit/merge_testlib.h"
+
+static const char *corpus;
+
+/* Merges the given profiles; returns the merge (NULL on failure). */
+static struct merge *
+merge_these(Perftools__Profiles__Profile **ps, size_t n, char **cause)
+{
+	struct merge *m = merge_new();
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (merge_add(m, ps[i], cause) != 0) {
+			merge_free(m);
+			return NULL;
+		}
+	}
+	return m;
+}
+
+/* The canonical text of m's result after a gzip round trip. */
+static char *
+result_canon(struct merge *m, int aggregate, Perftools__Profiles__Profile **out)
+{
+	uint8_t *gz = NULL;
+	size_t len = 0;
+	char *cause = NULL, *c;
+	Perftools__Profiles__Profile *p;
+
+	if (merge_result_gzip(m, &gz, &len, &cause) != 0) {
+		printf("# gzip: %s\n", cause);
+		free(cause);
+		return xstrdup("(error)");
+	}
+	p = tl_decode_gz(gz, len);
+	free(gz);
+	if (p == NULL)
+		return xstrdup("(undecodable)");
+	c = tl_canon(p, aggregate);
+	if (out != NULL)
+		*out = p;
+	else
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	return c;
+}
+
+/* Compares two canonical texts, printing both on a difference. */
+static int
+same(const char *got, const char *want)
+{
+	if (strcmp(got, want) == 0)
+		return 1;
+	printf("# got:\n%s# want:\n%s", got, want);
+	return 0;
+}
+
+/* A small CPU profile: main -> work -> leaf, at base address base. */
+static struct tb *
+cpu_profile(uint64_t base, int64_t n, const char *labels)
+{
+	struct tb *b = tb_new("samples/count,cpu/nanoseconds");
+	uint64_t mp = tb_map(b, base, base + 0x100000, 0, "/app/bin");
+	uint64_t fm = tb_func(b, "main", "main.c");
+	uint64_t fw = tb_func(b, "work", "work.c");
+	uint64_t fl = tb_func(b, "leaf", "leaf.c");
+	uint64_t lm = tb_loc(b, mp, base + 0x10, 1, fm, 10, 0, 0);
+	uint64_t lw = tb_loc(b, mp, base + 0x20, 1, fw, 20, 0, 0);
+	uint64_t ll = tb_loc(b, mp, base + 0x30, 1, fl, 30, 0, 0);
+	uint64_t s1[] = { ll, lw, lm, 0 }, s2[] = { lw, lm, 0 };
+	int64_t v1[] = { n, n * 10 }, v2[] = { 1, 10 };
+
+	tb_sample(b, s1, v1, labels);
+	tb_sample(b, s2, v2, labels);
+	b->p.time_nanos = 1000;
+	b->p.duration_nanos = 5;
+	b->p.period = 10;
+	b->period_type.type = tb_str(b, "cpu");
+	b->period_type.unit = tb_str(b, "nanoseconds");
+	b->p.period_type = &b->period_type;
+	return b;
+}
+
+static void
+test_dedupe(void)
+{
+	struct tb *a = cpu_profile(0x400000, 3, NULL);
+	struct tb *b = cpu_profile(0x400000, 4, NULL);
+	Perftools__Profiles__Profile *ps[] = { &a->p, &b->p }, *r;
+	struct merge *m = merge_these(ps, 2, NULL);
+	char *got = result_canon(m, 0, &r);
+
+	ok(same(got, "types: cpu/nanoseconds samples/count\n"
+	    "leaf:leaf.c:30;work:work.c:20;main:main.c:10; {} = 70 7\n"
+	    "work:work.c:20;main:main.c:10; {} = 20 2\n"),
+	    "dedupe: equal stacks add per sample type");
+	ok(r->n_location == 3 && r->n_function == 3 && r->n_mapping == 1 &&
+	    r->n_sample == 2, "dedupe: 3 locations, 3 functions, 1 mapping, "
+	    "2 samples (got %zu %zu %zu %zu)", r->n_location, r->n_function,
+	    r->n_mapping, r->n_sample);
+	ok(r->n_string_table == 12, "dedupe: string table holds each string "
+	    "once (%zu)", r->n_string_table);
+	ok(merge_count(m) == 2, "merge_count counts inputs");
+	perftools__profiles__profile__free_unpacked(r, NULL);
+	free(got);
+	merge_free(m);
+	tb_free(a);
+	tb_free(b);
+}
+
+static void
+test_address_independence(void)
+{
+	/* Same functions, files, lines; build B is PIE at another address. */
+	struct tb *a = cpu_profile(0x400000, 3, NULL);
+	struct tb *b = cpu_profile(0x5635b0ef6000, 4, NULL);
+	Perftools__Profiles__Profile *ps[] = { &a->p, &b->p }, *r;
+	struct merge *m = merge_these(ps, 2, NULL);
+	char *got = result_canon(m, 0, &r);
+
+	ok(same(got, "types: cpu/nanoseconds samples/count\n"
+	    "leaf:leaf.c:30;work:work.c:20;main:main.c:10; {} = 70 7\n"
+	    "work:work.c:20;main:main.c:10; {} = 20 2\n"),
+	    "address independence: builds merge function for function");
+	ok(r->n_location == 3, "address independence: 3 locations, not 6 "
+	    "(%zu)", r->n_location);
+	perftools__profiles__profile__free_unpacked(r, NULL);
+	free(got);
+	merge_free(m);
+	tb_free(a);
+	tb_free(b);
+}
+
+/* A profile with one unsymbolized frame in libc mapped at base. */
+static struct tb *
+unsym_profile(uint64_t base, uint64_t rel, int64_t v)
+{
+	struct tb *b = tb_new("samples/count");
+	uint64_t mp = tb_map(b, base, base + 0x200000, 0x1000, "/lib/libc.so.6");
+	uint64_t fm = tb_func(b, "main", "main.c");
+	uint64_t lm = tb_loc(b, 0, 0, 1, fm, 10, 0, 0);
+	uint64_t lc = tb_loc(b, mp, base + rel - 0x1000, 0, 0, 0, 0, 0);
+	uint64_t s[] = { lc, lm, 0 };
+
+	tb_sample(b, s, &v, NULL);
+	return b;
+}
+
+static void
+test_unsymbolized(void)
+{
+	struct tb *a = unsym_profile(0x7f0000000000, 0x2345, 1);
+	struct tb *b = unsym_profile(0x7e0000000000, 0x2345, 2);
+	struct tb *c = unsym_profile(0x7e0000000000, 0x2346, 4);
+	Perftools__Profiles__Profile *ps[] = { &a->p, &b->p, &c->p }, *r;
+	struct merge *m = merge_these(ps, 3, NULL);
+	char *got = result_canon(m, 0, &r);
+
+	ok(same(got, "types: samples/count\n"
+	    "/lib/libc.so.6+0x2345;main:main.c:10; {} = 3\n"
+	    "/lib/libc.so.6+0x2346;main:main.c:10; {} = 4\n"),
+	    "unsymbolized: keyed on mapping file + relative address");
+	ok(r->n_location == 3, "unsymbolized: 3 locations (%zu)",
+	    r->n_location);
+	perftools__profiles__profile__free_unpacked(r, NULL);
+	free(got);
+	merge_free(m);
+	tb_free(a);
+	tb_free(b);
+	tb_free(c);
+}
+
+static void
+test_labels(void)
+{
+	struct tb *a = cpu_profile(0x400000, 1, "endpoint=/a,worker=1");
+	struct tb *b = cpu_profile(0x400000, 2, "worker=1,endpoint=/a");
+	struct tb *c = cpu_profile(0x400000, 4, "endpoint=/b,worker=1");
+	struct tb *d = cpu_profile(0x400000, 8, "bytes=#512");
+	struct tb *e = cpu_profile(0x400000, 16, "bytes=#1024");
+	Perftools__Profiles__Profile *ps[] = { &a->p, &b->p, &c->p, &d->p,
+	    &e->p }, *r;
+	struct merge *m = merge_these(ps, 5, NULL);
+	char *got = result_canon(m, 0, &r);
+
+	ok(same(got, "types: cpu/nanoseconds samples/count\n"
+	    "leaf:leaf.c:30;work:work.c:20;main:main.c:10; {bytes=#1024} = 160 16\n"
+	    "leaf:leaf.c:30;work:work.c:20;main:main.c:10; {bytes=#512} = 80 8\n"
+	    "leaf:leaf.c:30;work:work.c:20;main:main.c:10; {endpoint=/a,worker=1} = 30 3\n"
+	    "leaf:leaf.c:30;work:work.c:20;main:main.c:10; {endpoint=/b,worker=1} = 40 4\n"
+	    "work:work.c:20;main:main.c:10; {bytes=#1024} = 10 1\n"
+	    "work:work.c:20;main:main.c:10; {bytes=#512} = 10 1\n"
+	    "work:work.c:20;main:main.c:10; {endpoint=/a,worker=1} = 20 2\n"
+	    "work:work.c:20;main:main.c:10; {endpoint=/b,worker=1} = 10 1\n"),
+	    "labels keep samples apart; label order does not");
+	perftools__profiles__profile__free_unpacked(r, NULL);
+	free(got);
+	merge_free(m);
+	tb_free(a);
+	tb_free(b);
+	tb_free(c);
+	tb_free(d);
+	tb_free(e);
+}
+
+static void
+test_zero_samples(void)
+{
+	struct tb *a = cpu_profile(0x400000, 0, NULL);	/* leaf sample zero */
+	struct tb *b = cpu_profile(0x400000, 5, NULL);
+	struct tb *c = cpu_profile(0x400000, -5, NULL);	/* cancels b */
+	Perftools__Profiles__Profile *ps[] = { &a->p, &b->p, &c->p }, *r;
+	struct merge *m;
+	char *got;
+
+	m = merge_these(ps, 1, NULL);
+	got = result_canon(m, 0, &r);
+	ok(same(got, "types: cpu/nanoseconds samples/count\n"
+	    "work:work.c:20;main:main.c:10; {} = 10 1\n"),
+	    "zero samples: an all-zero sample is dropped");
+	ok(r->n_location == 2 && r->n_function == 2, "zero samples: "
+	    "locations and functions only it used are dropped too");
+	perftools__profiles__profile__free_unpacked(r, NULL);
+	free(got);
+	merge_free(m);
+
+	m = merge_these(ps + 1, 2, NULL);
+	got = result_canon(m, 0, &r);
+	ok(same(got, "types: cpu/nanoseconds samples/count\n"
+	    "work:work.c:20;main:main.c:10; {} = 20 2\n"),
+	    "zero samples: values that sum to zero are dropped");
+	perftools__profiles__profile__free_unpacked(r, NULL);
+	free(got);
+	merge_free(m);
+	tb_free(a);
+	tb_free(b);
+	tb_free(c);
+}
+
+static void
+test_mismatch_and_align(void)
+{
+	struct tb *a = cpu_profile(0x400000, 3, NULL);
+	struct tb *h = tb_new("alloc_objects/count,alloc_space/bytes");
+	struct tb *r2 = tb_new("cpu/nanoseconds,samples/count");
+	struct tb *u = tb_new("samples/count,cpu/microseconds");
+	struct merge *m = merge_new();
+	char *cause = NULL, *got;
+	uint64_t f, l, s[2];
+	int64_t v[] = { 700, 7 };
+	size_t before;
+
+	f = tb_func(r2, "leaf", "leaf.c");
+	l = tb_loc(r2, 0, 0x99, 1, f, 30, 0, 0);
+	s[0] = l;
+	s[1] = 0;
+	tb_sample(r2, s, v, NULL);
+
+	ok(merge_add(m, &a->p, NULL) == 0, "mismatch: first input added");
+	before = merge_samples(m);
+	ok(merge_add(m, &h->p, &cause) == -1 && merge_mismatch(m),
+	    "mismatch: other sample types refused");
+	ok(cause != NULL && strcmp(cause, "sample types differ: "
+	    "samples/count,cpu/nanoseconds vs alloc_objects/count,"
+	    "alloc_space/bytes") == 0, "mismatch: cause names both");
+	free(cause);
+	cause = NULL;
+	ok(merge_add(m, &u->p, &cause) == -1 && merge_mismatch(m) &&
+	    cause != NULL && strstr(cause, "cpu/microseconds") != NULL,
+	    "mismatch: same types, other unit refused");
+	free(cause);
+	ok(merge_count(m) == 1 && merge_samples(m) == before,
+	    "mismatch: merge unchanged");
+
+	ok(merge_add(m, &r2->p, NULL) == 0 && !merge_mismatch(m),
+	    "align: same types in another order accepted");
+	got = result_canon(m, 0, NULL);
+	ok(same(got, "types: cpu/nanoseconds samples/count\n"
+	    "leaf:leaf.c:30; {} = 700 7\n"
+	    "leaf:leaf.c:30;work:work.c:20;main:main.c:10; {} = 30 3\n"
+	    "work:work.c:20;main:main.c:10; {} = 10 1\n"),
+	    "align: values follow their types");
+	free(got);
+	{
+		const Perftools__Profiles__Profile *p = merge_result(m);
+
+		ok(strcmp(p->string_table[p->sample_type[0]->type],
+		    "samples") == 0, "align: result keeps the first input's "
+		    "order");
+	}
+	merge_free(m);
+	tb_free(a);
+	tb_free(h);
+	tb_free(r2);
+	tb_free(u);
+}
+
+static void
+test_header(void)
+{
+	struct tb *a = cpu_profile(0x400000, 1, NULL);
+	struct tb *b = cpu_profile(0x400000, 1, NULL);
+	struct tb *c = cpu_profile(0x400000, 1, NULL);
+	Perftools__Profiles__Profile *ps[] = { &a->p, &b->p, &c->p };
+	const Perftools__Profiles__Profile *r;
+	struct merge *m;
+
+	a->p.time_nanos = 0;
+	a->p.duration_nanos = 100;
+	b->p.time_nanos = 3000;
+	b->p.duration_nanos = 20;
+	b->p.default_sample_type = tb_str(b, "cpu");
+	c->p.time_nanos = 2000;
+	c->p.duration_nanos = 3;
+	c->p.period = 40;
+	c->p.default_sample_type = tb_str(c, "samples");
+	m = merge_these(ps, 3, NULL);
+	r = merge_result(m);
+	ok(r->time_nanos == 2000, "header: earliest nonzero time_nanos (%lld)",
+	    (long long)r->time_nanos);
+	ok(r->duration_nanos == 123, "header: durations summed (%lld)",
+	    (long long)r->duration_nanos);
+	ok(r->period == 40, "header: largest period (%lld)",
+	    (long long)r->period);
+	ok(r->period_type != NULL &&
+	    strcmp(r->string_table[r->period_type->type], "cpu") == 0 &&
+	    strcmp(r->string_table[r->period_type->unit], "nanoseconds") == 0,
+	    "header: period_type kept");
+	ok(strcmp(r->string_table[r->default_sample_type], "cpu") == 0,
+	    "header: first nonempty default_sample_type");
+	ok(strcmp(r->string_table[0], "") == 0, "header: string 0 is \"\"");
+	merge_free(m);
+	tb_free(a);
+	tb_free(b);
+	tb_free(c);
+}
+
+static void
+test_bad_refs(void)
+{
+	struct tb *a = cpu_profile(0x400000, 1, NULL);
+	struct tb *b = cpu_profile(0x400000, 1, NULL);
+	struct merge *m = merge_new();
+	char *cause = NULL;
+
+	int rc;
+
+	merge_add(m, &a->p, NULL);
+	b->sample_locs[0][1] = 42;
+	rc = merge_add(m, &b->p, &cause);
+	ok(rc == -1 && !merge_mismatch(m) && cause != NULL &&
+	    strstr(cause, "unknown location 42") != NULL,
+	    "bad input: unknown location refused (%s)", cause ? cause : "");
+	free(cause);
+	cause = NULL;
+	b->sample_locs[0][1] = 2;
+	b->fns[0].name = 9999;
+	rc = merge_add(m, &b->p, &cause);
+	ok(rc == -1 && cause != NULL &&
+	    strstr(cause, "string index 9999") != NULL,
+	    "bad input: string index out of range refused (%s)",
+	    cause ? cause : "");
+	free(cause);
+	ok(merge_count(m) == 1 && merge_samples(m) == 2,
+	    "bad input: merge unchanged");
+	merge_free(m);
+	tb_free(a);
+	tb_free(b);
+}
+
+/* Loads corpus file rel; NULL (and a failed test) if missing. */
+static Perftools__Profiles__Profile *
+load(const char *rel)
+{
+	char *path = xasprintf("%s/%s", corpus, rel);
+	Perftools__Profiles__Profile *p = tl_load(path);
+
+	if (p == NULL)
+		ok(0, "load %s", path);
+	free(path);
+	return p;
+}
+
+static void
+test_corpus(void)
+{
+	const char *files[] = {
+		"go/cpuburn/cpu_A_01.pb.gz", "go/cpuburn/cpu_B_01.pb.gz",
+		"go/cpuburn/cpu_A_02.pb.gz", "go/cpuburn/cpu_B_02.pb.gz",
+		"go/cpuburn/cpu_A_03.pb.gz", "go/cpuburn/cpu_B_03.pb.gz",
+		"go/cpuburn/cpu_A_04.pb.gz",
+	};
+	enum { N = sizeof files / sizeof files[0] };
+	Perftools__Profiles__Profile *ps[N];
+	struct merge *m, *parts[3];
+	char *want, *got, *cause = NULL;
+	size_t i;
+	int good = 1;
+
+	for (i = 0; i < N; i++)
+		if ((ps[i] = load(files[i])) == NULL)
+			return;
+
+	/* Merge of one is the input. */
+	m = merge_these(ps, 1, NULL);
+	want = tl_canon(ps[0], 1);
+	got = result_canon(m, 0, NULL);
+	ok(same(got, want), "merge of 1 == input (cpu_A_01)");
+	free(got);
+	free(want);
+	merge_free(m);
+
+	/* A+B: fewer locations than pprof's 949. */
+	m = merge_these(ps, 2, NULL);
+	ok(m != NULL && merge_locations(m) < 949, "A+B: %zu locations < "
+	    "pprof's 949", m ? merge_locations(m) : 0);
+	merge_free(m);
+
+	/* Combine of three parts == sequential; both == all inputs summed. */
+	m = merge_these(ps, N, NULL);
+	want = result_canon(m, 0, NULL);
+	parts[0] = merge_these(ps, 2, NULL);
+	parts[1] = merge_these(ps + 2, 3, NULL);
+	parts[2] = merge_these(ps + 5, N - 5, NULL);
+	for (i = 1; i < 3; i++)
+		if (merge_combine(parts[0], parts[i], &cause) != 0)
+			good = 0;
+	ok(good && merge_count(parts[0]) == N, "combine: %d inputs", (int)N);
+	ok(merge_samples(parts[0]) == merge_samples(m) &&
+	    merge_locations(parts[0]) == merge_locations(m),
+	    "combine: same sample and location counts (%zu/%zu, %zu/%zu)",
+	    merge_samples(parts[0]), merge_samples(m),
+	    merge_locations(parts[0]), merge_locations(m));
+	got = result_canon(parts[0], 0, NULL);
+	ok(same(got, want), "combine == sequential");
+	free(got);
+	got = tl_canon(merge_result(m), 0);
+	{
+		/* No two samples of the result share a key. */
+		char *agg = tl_canon(merge_result(m), 1);
+
+		ok(strcmp(agg, got) == 0, "sequential result has no duplicate "
+		    "sample keys");
+		free(agg);
+	}
+	free(got);
+	free(want);
+	{
+		/* The aggregate of all inputs equals the result's. */
+		struct merge *empty = merge_new();
+
+		ok(merge_combine(empty, m, NULL) == 0 &&
+		    merge_count(empty) == N, "combine into an empty merge");
+		want = tl_canon(merge_result(m), 1);
+		got = tl_canon(merge_result(empty), 1);
+		ok(same(got, want), "combine into empty == source");
+		free(got);
+		free(want);
+		merge_free(empty);
+	}
+	for (i = 0; i < 3; i++)
+		merge_free(parts[i]);
+	merge_free(m);
+	for (i = 0; i < N; i++)
+		perftools__profiles__profile__free_unpacked(ps[i], NULL);
+}
+
+static void
+test_arena(void)
+{
+	struct arena *a = arena_new(1024);
+	ProtobufCAllocator *al = arena_allocator(a);
+	char *p, *q;
+	int i, aligned = 1;
+
+	for (i = 0; i < 1000; i++) {
+		p = al->alloc(al->allocator_data, (size_t)i % 37 + 1);
+		if (((uintptr_t)p & 15) != 0)
+			aligned = 0;
+		memset(p, 0xab, (size_t)i % 37 + 1);
+	}
+	ok(aligned, "arena: allocations are 16-byte aligned");
+	q = arena_alloc(a, 1 << 20);
+	memset(q, 1, 1 << 20);
+	ok(arena_used(a) > (1 << 20), "arena: large allocation served");
+	arena_reset(a);
+	ok(arena_used(a) == 0, "arena: reset forgets everything");
+	p = arena_alloc(a, 100);
+	ok(p != NULL, "arena: usable after reset");
+	arena_free(a);
+}
+
+int
+main(void)
+{
+	corpus = getenv("PROFD_CORPUS");
+	if (corpus == NULL)
+		corpus = "../shared/corpus";
+	test_arena();
+	test_dedupe();
+	test_address_independence();
+	test_unsymbolized();
+	test_labels();
+	test_zero_samples();
+	test_mismatch_and_align();
+	test_header();
+	test_bad_refs();
+	test_corpus();
+	return tap_done();
+}

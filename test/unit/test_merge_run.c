@@ -1,0 +1,379 @@
+/*
+ * Unit tests of the parallel merge driver (collector/merge_run.c) on corpus
+ * files: sequential and pooled runs agree with merge_add, several merges at
+ * once on a pool whose every worker is inside merge_run do not deadlock,
+ * and each failure maps to its HTTP code (404, 422, 500, 499).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "collector/merge.h"
+#include "collector/merge_run.h"
+#include "collector/pool.h"
+#include "test/tap.h"
+#include "test/unit/merge_testlib.h"
+
+static const char *corpus;
+
+struct files {
+	char		**paths;
+	size_t		  n;
+	size_t		  fail_at;	/* fetch of this index fails */
+	size_t		  cancel_at;	/* fetch of this index sets cancel */
+	volatile int	  cancel;
+};
+
+/* Reads file i (the merge_fetch_cb). */
+static int
+files_fetch(void *arg, size_t i, uint8_t **buf, size_t *len, char **cause)
+{
+	struct files *fs = arg;
+	FILE *f;
+	size_t cap = 0, n;
+	uint8_t *b = NULL;
+
+	if (i == fs->fail_at)
+		return xcause(cause, "blob %zu is gone", i);
+	if (i == fs->cancel_at)
+		fs->cancel = 1;
+	if ((f = fopen(fs->paths[i], "rb")) == NULL)
+		return xcause(cause, "%s: %s", fs->paths[i], strerror(errno));
+	*len = 0;
+	for (;;) {
+		if (*len == cap)
+			b = xreallocarray(b, cap = cap ? cap * 2 : 65536, 1);
+		if ((n = fread(b + *len, 1, cap - *len, f)) == 0)
+			break;
+		*len += n;
+	}
+	fclose(f);
+	*buf = b;
+	return 0;
+}
+
+/* A file list from corpus-relative names (NULL-terminated). */
+static struct files *
+files_new(const char **rel)
+{
+	struct files *fs = xcalloc(1, sizeof *fs);
+
+	while (rel[fs->n] != NULL)
+		fs->n++;
+	fs->paths = xcalloc(fs->n, sizeof *fs->paths);
+	for (size_t i = 0; i < fs->n; i++)
+		fs->paths[i] = xasprintf("%s/%s", corpus, rel[i]);
+	fs->fail_at = fs->cancel_at = (size_t)-1;
+	return fs;
+}
+
+/* The bench pool's first n files. */
+static struct files *
+files_pool(size_t n)
+{
+	struct files *fs = xcalloc(1, sizeof *fs);
+
+	fs->n = n;
+	fs->paths = xcalloc(n, sizeof *fs->paths);
+	for (size_t i = 0; i < n; i++)
+		fs->paths[i] = xasprintf("%s/bench/pool/cpu_%c_%02zu.pb.gz",
+		    corpus, i % 2 ? 'B' : 'A', i / 2 % 50 + 1);
+	fs->fail_at = fs->cancel_at = (size_t)-1;
+	return fs;
+}
+
+static void
+files_free(struct files *fs)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		free(fs->paths[i]);
+	free(fs->paths);
+	free(fs);
+}
+
+/* Runs merge_run; returns the canonical text of the result or NULL. */
+static char *
+run(struct pool *pool, struct files *fs, int *code, char **cause)
+{
+	uint8_t *out = NULL;
+	size_t len = 0;
+	Perftools__Profiles__Profile *p;
+	char *c;
+
+	*code = 0;
+	if (merge_run(pool, fs->n, files_fetch, fs, 0, &fs->cancel, &out, &len,
+	    code, cause) != 0)
+		return NULL;
+	p = tl_decode_gz(out, len);
+	free(out);
+	if (p == NULL)
+		return xstrdup("(undecodable)");
+	c = tl_canon(p, 0);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	return c;
+}
+
+/* The canonical text of the same files merged with merge_add. */
+static char *
+reference(struct files *fs)
+{
+	struct merge *m = merge_new();
+	char *c;
+
+	for (size_t i = 0; i < fs->n; i++) {
+		Perftools__Profiles__Profile *p = tl_load(fs->paths[i]);
+
+		if (p == NULL || merge_add(m, p, NULL) != 0)
+			printf("# reference: %s failed\n", fs->paths[i]);
+		if (p != NULL)
+			perftools__profiles__profile__free_unpacked(p, NULL);
+	}
+	c = tl_canon(merge_result(m), 0);
+	merge_free(m);
+	return c;
+}
+
+/* A merge request as the daemon would queue it. */
+struct req {
+	struct pool_job	 job;
+	struct pool	*pool;
+	struct files	*fs;
+	char		*canon;
+	int		 code;
+	int		*finished;
+	pthread_mutex_t	*lock;
+	pthread_cond_t	*cond;
+};
+
+static void
+req_work(struct pool_job *job)
+{
+	struct req *r = (struct req *)job;
+	char *cause = NULL;
+
+	r->canon = run(r->pool, r->fs, &r->code, &cause);
+	free(cause);
+	pthread_mutex_lock(r->lock);
+	(*r->finished)++;
+	pthread_cond_signal(r->cond);
+	pthread_mutex_unlock(r->lock);
+}
+
+static void
+req_done(struct pool_job *job)
+{
+	(void)job;
+}
+
+static void
+test_agree(struct pool *pool)
+{
+	struct files *fs = files_pool(40);
+	char *want = reference(fs), *seq, *par, *cause = NULL;
+	int code;
+
+	seq = run(NULL, fs, &code, &cause);
+	ok(seq != NULL && code == 200, "sequential run: 200");
+	ok(seq != NULL && strcmp(seq, want) == 0,
+	    "sequential run == merge_add of the same files");
+	par = run(pool, fs, &code, &cause);
+	ok(par != NULL && code == 200, "pooled run: 200");
+	ok(par != NULL && strcmp(par, want) == 0,
+	    "pooled run == merge_add of the same files");
+	free(want);
+	free(seq);
+	free(par);
+	files_free(fs);
+}
+
+static void
+test_no_deadlock(struct pool *pool)
+{
+	enum { NREQ = 4 };
+	/* Static: the pool runs their done() as late as pool_free. */
+	static struct req reqs[NREQ];
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+	struct files *fs = files_pool(60);
+	char *want = reference(fs);
+	struct timespec until;
+	int finished = 0, i, same = 1;
+
+	for (i = 0; i < NREQ; i++) {
+		memset(&reqs[i], 0, sizeof reqs[i]);
+		reqs[i].job.work = req_work;
+		reqs[i].job.done = req_done;
+		reqs[i].pool = pool;
+		reqs[i].fs = fs;
+		reqs[i].finished = &finished;
+		reqs[i].lock = &lock;
+		reqs[i].cond = &cond;
+		pool_submit(pool, &reqs[i].job);
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;
+	pthread_mutex_lock(&lock);
+	while (finished < NREQ &&
+	    pthread_cond_timedwait(&cond, &lock, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&lock);
+	ok(finished == NREQ, "%d merges at once on 2 workers all finish "
+	    "(%d did)", NREQ, finished);
+	if (finished < NREQ) {
+		printf("Bail out! pool deadlocked\n");
+		exit(1);
+	}
+	for (i = 0; i < NREQ; i++) {
+		if (reqs[i].code != 200 || reqs[i].canon == NULL ||
+		    strcmp(reqs[i].canon, want) != 0)
+			same = 0;
+		free(reqs[i].canon);
+	}
+	ok(same, "each of them == merge_add of the same files");
+	free(want);
+	files_free(fs);
+}
+
+static void
+test_errors(struct pool *pool)
+{
+	const char *mixed[] = { "go/cpuburn/cpu_A_01.pb.gz",
+	    "go/cpuburn/cpu_B_01.pb.gz", "go/cpuburn/heap_A_01.pb.gz",
+	    "go/cpuburn/cpu_A_02.pb.gz", NULL };
+	const char *bad[] = { "go/cpuburn/cpu_A_01.pb.gz",
+	    "bad/truncated_gzip.pb.gz", "go/cpuburn/cpu_A_02.pb.gz", NULL };
+	const char *junk[] = { "go/cpuburn/cpu_A_01.pb.gz",
+	    "bad/gzip_trailing_garbage.pb.gz", NULL };
+	const char *garbage[] = { "bad/gzip_of_random_bytes.pb.gz", NULL };
+	const char *refs[] = { "bad/unknown_location_id.pb.gz", NULL };
+	const char *odd[] = { "go/cpuburn/cpu_A_01.pb.gz",
+	    "bad/uncompressed_valid.pb", "bad/two_gzip_members_valid.pb.gz",
+	    "bad/zero_samples.pb.gz", NULL };
+	const char *bomb[] = { "bad/gzip_bomb_256MiB_zeros.pb.gz", NULL };
+	struct pool *pools[2] = { NULL, pool };
+	struct files *fs;
+	char *c, *cause = NULL;
+	int code, k;
+
+	for (k = 0; k < 2; k++) {
+		const char *how = k ? "pooled" : "sequential";
+
+		fs = files_new(mixed);
+		c = run(pools[k], fs, &code, &cause);
+		ok(c == NULL && code == 422 && cause != NULL && strstr(cause,
+		    "sample types differ: samples/count,cpu/nanoseconds vs "
+		    "alloc_objects/count") != NULL, "%s: cpu + heap is 422 (%s)",
+		    how, cause ? cause : "");
+		free(cause);
+		cause = NULL;
+		free(c);
+		files_free(fs);
+
+		fs = files_new(bad);
+		c = run(pools[k], fs, &code, &cause);
+		ok(c == NULL && code == 500 && cause != NULL &&
+		    strstr(cause, "profile 1") != NULL,
+		    "%s: truncated blob is 500 naming it (%s)", how,
+		    cause ? cause : "");
+		free(cause);
+		cause = NULL;
+		files_free(fs);
+
+		fs = files_pool(20);
+		fs->fail_at = 13;
+		c = run(pools[k], fs, &code, &cause);
+		ok(c == NULL && code == 500 && cause != NULL &&
+		    strstr(cause, "blob 13 is gone") != NULL,
+		    "%s: failed fetch is 500 (%s)", how, cause ? cause : "");
+		free(cause);
+		cause = NULL;
+		files_free(fs);
+
+		fs = files_pool(100);
+		fs->cancel_at = 5;
+		c = run(pools[k], fs, &code, &cause);
+		ok(c == NULL && code == 499, "%s: cancel stops the merge (%d)",
+		    how, code);
+		free(cause);
+		cause = NULL;
+		files_free(fs);
+	}
+
+	fs = files_new(junk);
+	c = run(NULL, fs, &code, &cause);
+	ok(c == NULL && code == 500 && cause != NULL &&
+	    strstr(cause, "trailing") != NULL, "trailing garbage is 500 (%s)",
+	    cause ? cause : "");
+	free(cause);
+	cause = NULL;
+	files_free(fs);
+
+	fs = files_new(garbage);
+	c = run(NULL, fs, &code, &cause);
+	ok(c == NULL && code == 500, "random payload is 500 (%s)",
+	    cause ? cause : "");
+	free(cause);
+	cause = NULL;
+	files_free(fs);
+
+	fs = files_new(refs);
+	c = run(NULL, fs, &code, &cause);
+	ok(c == NULL && code == 500 && cause != NULL &&
+	    strstr(cause, "location id 42") != NULL,
+	    "dangling location id is 500 (%s)", cause ? cause : "");
+	free(cause);
+	cause = NULL;
+	files_free(fs);
+
+	fs = files_new(bomb);
+	code = merge_run(NULL, fs->n, files_fetch, fs, 1 << 20, NULL,
+	    (uint8_t **)&c, &(size_t){ 0 }, &k, &cause);
+	ok(code == -1 && k == 500 && cause != NULL &&
+	    strstr(cause, "exceeds 1048576") != NULL,
+	    "inflated size is capped (%s)", cause ? cause : "");
+	free(cause);
+	cause = NULL;
+	files_free(fs);
+
+	fs = files_new(odd);
+	c = run(pool, fs, &code, &cause);
+	ok(c != NULL && code == 200, "raw, multi-member gzip and zero-sample "
+	    "profiles merge (%s)", cause ? cause : "");
+	free(c);
+	free(cause);
+	cause = NULL;
+	files_free(fs);
+
+	code = 0;
+	ok(merge_run(pool, 0, files_fetch, NULL, 0, NULL, (uint8_t **)&c,
+	    &(size_t){ 0 }, &code, &cause) == -1 && code == 404,
+	    "no inputs is 404");
+	free(cause);
+}
+
+int
+main(void)
+{
+	struct event_base *base;
+	struct pool *pool;
+
+	corpus = getenv("PROFD_CORPUS");
+	if (corpus == NULL)
+		corpus = "../shared/corpus";
+	evthread_use_pthreads();
+	base = event_base_new();
+	pool = pool_new(base, 2, 64);
+	test_agree(pool);
+	test_no_deadlock(pool);
+	test_errors(pool);
+	pool_free(pool);
+	event_base_free(base);
+	libevent_global_shutdown();
+	return tap_done();
+}
