@@ -53,7 +53,8 @@ instance_id=host 1:6060
 list=a,b
 team=a b
 uni=héllo ✓ 日本'
-list=$(api "/api/0/profiles?service=imp%20e2e&type=cpu&from=0&limit=10")
+api "/api/0/profiles?service=imp%20e2e&type=cpu&from=0&limit=10" >/dev/null
+list=$BODY
 is "$HTTP_CODE" 200 "list API answers"
 is "$(printf '%s' "$list" | jq -r '.body | length')" 2 "both profiles are listed"
 for id in $ids; do
@@ -69,7 +70,7 @@ is "$(count 'imp%20e2e' 'labels=eq=x%3Dy,amp=a%26b%2Bc%25d')" 2 \
 	"search by the '=' and '&+%' labels finds both"
 is "$(count 'imp%20e2e' 'labels=eq=x')" 0 "a prefix of a value does not match"
 for id in $ids; do :; done
-api "/api/0/profiles/$id" >"$T_TMP/got.pb.gz"
+curl -s -o "$T_TMP/got.pb.gz" "$PROFD_URL/api/0/profiles/$id"
 check "stored bytes equal the uploaded file" cmp -s "$T_TMP/got.pb.gz" "$F2"
 
 # --from: pull from a live endpoint (a static HTTP server standing in for
@@ -91,13 +92,16 @@ is "$RC" 0 "--from pulls and uploads (exit 0)"
 is "$(printf '%s\n' "$OUT" | sed 's/: [0-9a-v]\{20\}$/: ID/')" "$WWW/debug/pprof/profile?seconds=1: ID
 $WWW/debug/pprof/heap?gc=1: ID" "one 'URL: ID' line per --from"
 set -- $(ids_of "$OUT")
-api "/api/0/profiles/$1" >"$T_TMP/pulled.pb.gz"
+curl -s -o "$T_TMP/pulled.pb.gz" "$PROFD_URL/api/0/profiles/$1"
 check "the pulled CPU profile is stored byte for byte" cmp -s "$T_TMP/pulled.pb.gz" "$F1"
 is "$(count pulled 'type=cpu&labels=src=live')" 1 "the profile URL was stored as type cpu"
 is "$(count pulled 'type=heap')" 1 "the heap URL was stored as type heap"
-imp --service pulled --from "$WWW/debug/pprof/missing"
+imp --service pulled --from "$WWW/debug/pprof/block"
 is "$RC" 1 "a 404 from the pprof endpoint exits 1"
-check "and says so" sh -c 'printf "%s" "$1" | grep -q "missing: error: pull: HTTP 404"' _ "$OUT"
+check "and says so" sh -c 'printf "%s" "$1" | grep -q "block: error: pull: HTTP 404"' _ "$OUT"
+imp --service pulled --from "$WWW/debug/pprof/cmdline"
+is "$RC:$OUT" "1:$WWW/debug/pprof/cmdline: error: cannot tell the profile type from the URL; give --type" \
+	"a URL of unknown type needs --type"
 
 # A bad file: non-zero exit, the server's own message, nothing stored.
 BAD=$PROFD_CORPUS/bad/not_gzip_random_bytes.bin
@@ -122,15 +126,14 @@ is "$(grep -c 'retrying in' "$T_TMP/stderr")" 2 "--retries 2 retries twice"
 check "it gives up within 3..8 s ($((t1 - t0)) s)" test $((t1 - t0)) -ge 3 -a $((t1 - t0)) -le 8
 
 # --lock held by another process: exit 0, nothing uploaded.
-flock "$T_TMP/cron.lock" sleep 3 &
+flock "$T_TMP/cron.lock" sleep 1 &
 HOLDER=$!
 for i in $(seq 1 50); do flock -n "$T_TMP/cron.lock" true || break; sleep 0.05; done
 imp --service locked --type cpu --lock "$T_TMP/cron.lock" "$F1"
 is "$RC:$OUT" "0:" "a held lock: exit 0, nothing on stdout"
 check "a held lock: a note on stderr" grep -q 'held by another run' "$T_TMP/stderr"
 is "$(count locked)" 0 "a held lock: nothing uploaded"
-kill "$HOLDER" 2>/dev/null
-wait "$HOLDER" 2>/dev/null
+wait "$HOLDER"
 
 # --done-dir: a dumps directory uploaded and emptied; the lock is free now.
 mkdir -p "$T_TMP/dumps" "$T_TMP/done"
