@@ -75,6 +75,13 @@ sed -n 's/^# \([a-z][a-z-]*\) = /\1 = /p' "$CONF" |
 if [ -x "$PROFD" ] && "$PROFD" --version 2>&1 | grep -q .; then
 	flags=$("$PROFD" --help 2>&1 | sed -n 's/^  --\([a-z][a-z-]*\) .*/\1/p' | grep -vx config | sort | tr '\n' ' ')
 	is "$keys" "$flags" "profd.conf.example has exactly the options of profd --help"
+	documented=" $(sed -n 's/^\.BI* *\\-\\-\([a-z\\-]*\).*/\1/p' "${top_srcdir:-.}/tools/man/profd.8" |
+		sed 's/\\-/-/g' | tr '\n' ' ')"
+	undoc=
+	for k in $flags; do
+		case $documented in *" $k "*) ;; *) undoc="$undoc $k" ;; esac
+	done
+	is "$undoc" "" "profd.8 documents every option of profd --help"
 	if profd_start --config "$T_TMP/profd.conf"; then
 		ok "profd starts with the example's defaults uncommented"
 		api /api/0/version >/dev/null
