@@ -128,6 +128,10 @@ is "$(lastreq 2)" "Bearer s3cret tok" "PROFD_TOKEN is sent as a bearer token"
 printf 'filetok\n' >"$T_TMP/token"
 imp -c "$URL" -s env -t heap --token-file "$T_TMP/token" "$CPU"
 is "$(lastreq 2)" "Bearer filetok" "--token-file is sent as a bearer token"
+n0=$(nreq)
+RC=0
+PROFD_TOKEN="$(printf 'tok\r\nX-Evil: 1')" dash "$IMPORT" -c "$URL" -s env -t heap "$CPU" >/dev/null 2>&1 || RC=$?
+is "$RC:$(( $(nreq) - n0 ))" "2:0" "a token with a line break is refused, nothing sent"
 
 # Retries: one 503 then success (honours Retry-After: 1).
 n0=$(nreq)
