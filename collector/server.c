@@ -20,6 +20,7 @@
 #include <event2/thread.h>
 
 #include "collector/api.h"
+#include "collector/conns.h"
 #include "collector/httpjob.h"
 #include "collector/params.h"
 #include "collector/pool.h"
@@ -92,6 +93,7 @@ server_request_cb(struct evhttp_request *req, void *arg)
 	size_t i;
 	int is_get = method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD;
 
+	conns_request_started(srv, req);
 	if (srv->stopping) {
 		reply_error(srv, req, 503, "shutting down");
 		return;
@@ -261,6 +263,7 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	    EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
 	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
 	evhttp_set_gencb(srv->http, server_request_cb, srv);
+	conns_init(srv);
 	srv->sock = evhttp_bind_socket_with_handle(srv->http, host, port);
 	if (srv->sock == NULL) {
 		xcause(cause, "cannot listen on %s: %s", cfg->addr,
@@ -306,6 +309,7 @@ server_free(struct server *srv)
 		pool_free(srv->io_pool);
 	if (srv->http != NULL)
 		evhttp_free(srv->http);
+	conns_free(srv);
 	if (srv->store != NULL)
 		store_close(srv->store);
 	if (srv->sig_term != NULL)

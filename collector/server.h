@@ -17,6 +17,7 @@ struct event;
 struct pool;
 struct store;
 struct httpjob;
+struct conns;
 
 struct server {
 	struct config			*cfg;
@@ -36,6 +37,7 @@ struct server {
 	int				 unsent;	/* replies being written */
 	TAILQ_HEAD(, httpjob)		 watched;	/* jobs to cancel */
 	int				 port;		/* bound port */
+	struct conns			*conns;		/* open connections */
 };
 
 /* Sets everything up and binds; returns -1 with *cause on failure. */
