@@ -18,6 +18,7 @@ struct pool;
 struct store;
 struct httpjob;
 struct conns;
+struct auth;
 
 struct server {
 	struct config			*cfg;
@@ -38,6 +39,7 @@ struct server {
 	TAILQ_HEAD(, httpjob)		 watched;	/* jobs to cancel */
 	int				 port;		/* bound port */
 	struct conns			*conns;		/* open connections */
+	struct auth			*auth;		/* NULL: no tokens needed */
 };
 
 /* Sets everything up and binds; returns -1 with *cause on failure. */
