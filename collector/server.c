@@ -300,8 +300,9 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 			return -1;
 		}
 	} else if (!server_is_loopback(host))
-		log_warn("listening on %s without --auth-file: anyone who can "
-		    "reach it can read and upload profiles", cfg->addr);
+		log_warn("no --auth-file and %s is not a loopback address: "
+		    "anyone who can reach it can read and upload profiles",
+		    cfg->addr);
 	evthread_use_pthreads();
 	signal(SIGPIPE, SIG_IGN);
 	srv->base = event_base_new();

@@ -62,5 +62,5 @@ PROFD_DIR=
 rc=$?
 [ $rc -ne 0 ] && grep -q 'shorter than 8' "$T_TMP/err" && ok "a bad auth file stops start-up with the line" || not_ok "bad auth file at start (rc $rc)"
 profd_start --addr 0.0.0.0:0 || { not_ok "profd starts on 0.0.0.0"; done_testing; }
-grep -q 'without --auth-file' "$PROFD_LOG" && ok "warns when listening beyond loopback without --auth-file" || not_ok "warning beyond loopback"
+grep -q 'no --auth-file and 0.0.0.0:0 is not a loopback' "$PROFD_LOG" && ok "warns when listening beyond loopback without --auth-file" || not_ok "warning beyond loopback"
 done_testing
