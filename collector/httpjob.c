@@ -28,7 +28,7 @@ httpjob_work_cb(struct pool_job *pj)
 		job->io(job);
 		return;
 	}
-	if (job->cancelled) {
+	if (__atomic_load_n(&job->cancelled, __ATOMIC_RELAXED)) {
 		httpjob_error(job, 499, "client went away");
 		return;
 	}
@@ -151,7 +151,7 @@ httpjob_check_watched(struct server *srv)
 	TAILQ_FOREACH(job, &srv->watched, watch_entry) {
 		if (!job->cancelled && httpjob_client_gone(job->req)) {
 			log_info("%s: client went away, cancelling", __func__);
-			job->cancelled = 1;
+			__atomic_store_n(&job->cancelled, 1, __ATOMIC_RELAXED);
 		}
 	}
 }
