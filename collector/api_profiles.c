@@ -131,28 +131,10 @@ upload_params(struct server *srv, const struct params *p, struct upload *up,
 	char *instance = NULL, *created = NULL, *why = NULL;
 	int rc = -1;
 
-	if (params_get(p, "service", &m->service, cause) < 0 ||
-	    params_get(p, "type", &m->type, cause) < 0 ||
+	if (params_service_type(p, 1, &m->service, &m->type, cause) < 0 ||
 	    params_get(p, "instance_id", &instance, cause) < 0 ||
 	    params_get(p, "created_at", &created, cause) < 0)
 		goto out;
-	if (m->service == NULL || *m->service == '\0') {
-		xcause(cause, "missing parameter: service");
-		goto out;
-	}
-	if (!params_service_valid(m->service)) {
-		xcause(cause, "bad service name");
-		goto out;
-	}
-	if (m->type == NULL || *m->type == '\0') {
-		xcause(cause, "missing parameter: type");
-		goto out;
-	}
-	if (!params_type_valid(m->type)) {
-		xcause(cause, "bad type \"%.32s\" (want cpu, heap, block, mutex,"
-		    " goroutine, threadcreate, other or trace)", m->type);
-		goto out;
-	}
 	if ((raw = params_raw(p, "labels")) != NULL &&
 	    params_labels(raw, srv->cfg->max_labels, &m->labels, &m->nlabels,
 	    &why) < 0) {

@@ -520,6 +520,45 @@ params_service_valid(const char *service)
 	return 1;
 }
 
+/* Reads service (required) and type (required if need_type, else NULL
+ * when absent or empty). *service, *type: OUT new strings. */
+int
+params_service_type(const struct params *p, int need_type, char **service,
+    char **type, char **cause)
+{
+	*service = *type = NULL;
+	if (params_get(p, "service", service, cause) < 0 ||
+	    params_get(p, "type", type, cause) < 0)
+		goto fail;
+	if (*service == NULL || **service == '\0') {
+		xcause(cause, "missing parameter: service");
+		goto fail;
+	}
+	if (!params_service_valid(*service)) {
+		xcause(cause, "bad service name");
+		goto fail;
+	}
+	if (*type != NULL && **type == '\0') {
+		free(*type);
+		*type = NULL;
+	}
+	if (*type == NULL && need_type) {
+		xcause(cause, "missing parameter: type");
+		goto fail;
+	}
+	if (*type != NULL && !params_type_valid(*type)) {
+		xcause(cause, "bad type \"%.32s\" (want cpu, heap, block, mutex,"
+		    " goroutine, threadcreate, other or trace)", *type);
+		goto fail;
+	}
+	return 0;
+fail:
+	free(*service);
+	free(*type);
+	*service = *type = NULL;
+	return -1;
+}
+
 /* Frees what query_args_parse filled. */
 void
 query_args_clear(struct query_args *qa)
@@ -542,33 +581,12 @@ query_args_parse(const struct params *p, int64_t now_ns, int need_type,
 	int rc = -1;
 
 	memset(qa, 0, sizeof *qa);
-	if (params_get(p, "service", &qa->service, cause) < 0 ||
-	    params_get(p, "type", &qa->type, cause) < 0 ||
+	if (params_service_type(p, need_type, &qa->service, &qa->type,
+	    cause) < 0 ||
 	    params_get(p, "from", &from, cause) < 0 ||
 	    params_get(p, "to", &to, cause) < 0 ||
 	    params_get(p, "limit", &limit, cause) < 0)
 		goto out;
-	if (qa->service == NULL || *qa->service == '\0') {
-		xcause(cause, "missing parameter: service");
-		goto out;
-	}
-	if (!params_service_valid(qa->service)) {
-		xcause(cause, "bad service name");
-		goto out;
-	}
-	if (qa->type != NULL && *qa->type == '\0') {
-		free(qa->type);
-		qa->type = NULL;
-	}
-	if (qa->type == NULL && need_type) {
-		xcause(cause, "missing parameter: type");
-		goto out;
-	}
-	if (qa->type != NULL && !params_type_valid(qa->type)) {
-		xcause(cause, "bad type \"%.32s\" (want cpu, heap, block, mutex,"
-		    " goroutine, threadcreate, other or trace)", qa->type);
-		goto out;
-	}
 	qa->q.to = now_ns;
 	if (to != NULL && *to != '\0' &&
 	    params_time(to, now_ns, &qa->q.to, &why) < 0) {

@@ -63,6 +63,10 @@ int	params_type_valid(const char *type);
 /* True for a non-empty service name of printable characters. */
 int	params_service_valid(const char *service);
 
+/* Reads and checks service (required) and type (required if need_type). */
+int	params_service_type(const struct params *p, int need_type,
+	    char **service, char **type, char **cause);
+
 /* The decoded arguments of a list or merge query. */
 struct query_args {
 	char			*service;
