@@ -34,6 +34,8 @@ static const struct config_option config_options[] = {
 	    "delete profiles older than this (default 7d; 0 keeps forever)" },
 	{ "workers", CONFIG_INT, OFF(workers), 1, 256,
 	    "worker threads (default: number of cores)" },
+	{ "io-threads", CONFIG_INT, OFF(io_threads), 1, 1024,
+	    "threads that wait on durable writes (default 32)" },
 	{ "max-queue", CONFIG_INT, OFF(max_queue), 1, 1000000,
 	    "jobs waiting for a worker before 503 (default 1024)" },
 	{ "max-body", CONFIG_SIZE, OFF(max_body), 0, 0,
@@ -71,6 +73,7 @@ config_defaults(struct config *c)
 	c->retention_ns = INT64_C(7) * 86400 * 1000000000;
 	c->workers = cores > 0 ? cores : 2;
 	c->max_queue = 1024;
+	c->io_threads = 32;
 	c->max_body = 32 * 1024 * 1024;
 	c->max_inflated = 256 * 1024 * 1024;
 	c->max_labels = 64;

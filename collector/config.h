@@ -15,6 +15,7 @@ struct config {
 	int64_t		 retention_ns;		/* 0: keep forever */
 	int64_t		 workers;
 	int64_t		 max_queue;
+	int64_t		 io_threads;
 	uint64_t	 max_body;
 	uint64_t	 max_inflated;
 	int64_t		 max_labels;

@@ -17,13 +17,16 @@ struct event;
 struct pool;
 struct store;
 struct httpjob;
+struct conns;
+struct auth;
 
 struct server {
 	struct config			*cfg;
 	struct event_base		*base;
 	struct evhttp			*http;
 	struct evhttp_bound_socket	*sock;
-	struct pool			*pool;
+	struct pool			*pool;		/* CPU work */
+	struct pool			*io_pool;	/* blocking writes */
 	struct store			*store;
 	struct event			*sig_term;
 	struct event			*sig_int;
@@ -35,6 +38,8 @@ struct server {
 	int				 unsent;	/* replies being written */
 	TAILQ_HEAD(, httpjob)		 watched;	/* jobs to cancel */
 	int				 port;		/* bound port */
+	struct conns			*conns;		/* open connections */
+	struct auth			*auth;		/* NULL: no tokens needed */
 };
 
 /* Sets everything up and binds; returns -1 with *cause on failure. */
