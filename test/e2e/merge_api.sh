@@ -1,0 +1,321 @@
+#!/bin/bash
+# merge_api.sh: merges through the real daemon's HTTP API against
+# `go tool pprof -proto` of the same files.
+#
+# For every kind of corpus profile (Go cpu, heap, allocs stored as heap,
+# block, mutex, goroutine, threadcreate from a couple of programs; node
+# wall as "other" and heap; gperftools cpu), uploads the files with labels,
+# downloads GET /api/0/profiles/merge?service&type&labels&from&to and checks
+# that `go tool pprof -top` of it lists the same functions with the same
+# flat and cum values as pprof's own merge, for every sample index, and the
+# same total as pprof -top of the inputs; and that the {id1}+{id2}+... form
+# gives the same rows. Then: go tool pprof fetching the merge URL itself,
+# Content-Disposition, a merge of one profile, builds A+B merging location
+# for location, every error status (400, 404, 413, 422), and clients that
+# hang up mid-merge (the daemon keeps serving and exits clean, which under
+# ASan means no leak or memory error).
+
+. "${top_srcdir:-.}/test/e2e/lib.sh"
+
+MF=${top_builddir:-.}/test/unit/merge_files
+C=$PROFD_CORPUS
+G=$C/go
+command -v go >/dev/null 2>&1 || skip_all "go tool pprof not installed"
+command -v jq >/dev/null 2>&1 || skip_all "jq not installed"
+[ -d "$G" ] || skip_all "corpus not found at $C"
+[ -x "$MF" ] || skip_all "merge_files not built"
+# pprof saves what it fetches over HTTP under $PPROF_TMPDIR (default ~/pprof)
+export PPROF_TMPDIR=$T_TMP/pprof
+mkdir -p "$PPROF_TMPDIR"
+
+# The corpus was recorded 2026-11-22 between 00:11 and 00:30 UTC.
+W='from=2026-11-22T00:00:00&to=2026-11-22T00:59:59'
+# gperftools' profile has time_nanos 0: created_at puts it in the window.
+GPERF_AT=2026-11-22T00:30:00
+
+# top INDEX FILE...: the total, then sorted "flat cum name" rows of
+# pprof -top for one sample index (as in merge_vs_pprof.sh).
+top() {
+	local i=$1; shift
+	go tool pprof -top -nodecount=1000000 -nodefraction=0 \
+	    -edgefraction=0 -unit=ns -sample_index="$i" "$@" 2>/dev/null |
+	    awk '/^Showing nodes accounting for/ {
+		sub(/.* of /, ""); print "total", $0 }
+	    f { flat=$1; cum=$4; $1=$2=$3=$4=$5=""; sub(/^ +/, "");
+		print flat, cum, $0 } /^ *flat +flat%/ { f=1 }' | LC_ALL=C sort
+}
+
+# ntypes FILE: number of sample types (pprof -raw's line after "Samples:").
+ntypes() {
+	go tool pprof -raw "$1" 2>/dev/null |
+	    awk '/^Samples:/ { getline; print NF; exit }'
+}
+
+# nlocs FILE: number of locations in a profile.
+nlocs() {
+	go tool pprof -raw "$1" 2>/dev/null | awk '/^Locations/ { on = 1; next }
+	    /^Mappings/ { on = 0 } on && /^ +[0-9]+: /' | wc -l
+}
+
+# keys FILE...: distinct symbolized location keys (every line's function,
+# file and line, without address or mapping), as in merge_vs_pprof.sh.
+keys() {
+	local f
+	for f in "$@"; do
+		go tool pprof -raw "$f" 2>/dev/null | awk '
+		    /^Locations/ { on = 1; next }
+		    /^Mappings/ { on = 0 }
+		    !on { next }
+		    /^ +[0-9]+: / { if (k != "") print k; k = ""
+			$1 = ""; $2 = ""; $3 = "" }
+		    { sub(/ s=[0-9]+$/, ""); sub(/^ +/, ""); k = k "|" $0 }
+		    END { if (k != "") print k }'
+	done | LC_ALL=C sort -u | wc -l
+}
+
+# get PATH OUT: downloads PATH into OUT; sets HTTP_CODE, headers in $T_TMP/hdr.
+get() {
+	HTTP_CODE=$(curl -s -D "$T_TMP/hdr" -o "$2" -w '%{http_code}' \
+	    "$PROFD_URL$1")
+}
+
+# put FILE SERVICE TYPE LABELS [QUERY]: uploads; the id lands in $ID.
+ID=
+put() {
+	upload "$1" "service=$2&type=$3&labels=$4${5:+&$5}" >/dev/null
+	ID=$(printf '%s' "$BODY" | jq -r '.body.id // empty' 2>/dev/null)
+	[ "$HTTP_CODE" = 200 ] && [ -n "$ID" ] && return 0
+	diag "upload $1: $HTTP_CODE $BODY"
+	return 1
+}
+
+# same_rows NAME A B N: A and B give the same pprof -top for indexes 0..N-1.
+same_rows() {
+	local i
+	for ((i = 0; i < $4; i++)); do
+		cmp -s <(top "$i" "$2") <(top "$i" "$3") || return 1
+	done
+}
+
+profd_start --workers 2 || { not_ok "profd starts"; done_testing; }
+ok "profd starts"
+
+# compare NAME TYPE FILE...: uploads FILEs as service "m", type TYPE, labels
+# set=NAME,part=in, merges them through both API forms and checks them
+# against pprof, one test per sample index plus one for the id form.
+NSETS=0
+compare() {
+	local name=$1 type=$2; shift 2
+	local set=s$NSETS ours=$T_TMP/ours.pb.gz theirs=$T_TMP/theirs.pb.gz
+	local byid=$T_TMP/byid.pb.gz ids= f i n extra=
+	NSETS=$((NSETS + 1))
+	[ "$type" = gpercpu ] && { type=cpu; extra="created_at=$GPERF_AT"; }
+	for f in "$@"; do
+		put "$f" m "$type" "set=$set,part=in" "$extra" ||
+		    { not_ok "$name: upload"; return; }
+		ids=$ids${ids:++}$ID
+	done
+	# decoys that the query must leave out: same set, another label
+	put "$G/cpuburn/goroutine_A_01.pb.gz" m "$type" "set=$set,part=out" ||
+	    { not_ok "$name: decoy upload"; return; }
+	get "/api/0/profiles/merge?service=m&type=$type&labels=set=$set,part=in&$W" "$ours"
+	if [ "$HTTP_CODE" != 200 ]; then
+		not_ok "$name: merge by query: HTTP $HTTP_CODE $(head -c 300 "$ours")"
+		return
+	fi
+	if ! go tool pprof -proto "$@" >"$theirs" 2>/dev/null; then
+		not_ok "$name: go tool pprof -proto failed"
+		return
+	fi
+	n=$(ntypes "$theirs")
+	if [ -z "$n" ] || [ "$n" != "$(ntypes "$ours")" ]; then
+		not_ok "$name: sample types ($n vs $(ntypes "$ours"))"
+		return
+	fi
+	for ((i = 0; i < n; i++)); do
+		top "$i" "$ours" >"$T_TMP/top.ours"
+		cp "$T_TMP/top.ours" "$T_TMP/top.ours.$i"
+		top "$i" "$theirs" | grep -v '^total ' >"$T_TMP/top.theirs"
+		top "$i" "$@" >"$T_TMP/top.direct"
+		if ! grep -q '^total ' "$T_TMP/top.direct"; then
+			not_ok "$name: pprof -top printed no total for index $i"
+		elif ! grep -v '^total ' "$T_TMP/top.ours" |
+		    cmp -s - "$T_TMP/top.theirs"; then
+			not_ok "$name: index $i: functions differ from pprof -proto's"
+			grep -v '^total ' "$T_TMP/top.ours" |
+			    diff - "$T_TMP/top.theirs" | head -10 | sed 's/^/# /'
+		elif ! cmp -s "$T_TMP/top.ours" "$T_TMP/top.direct"; then
+			not_ok "$name: index $i: differs from pprof -top of the inputs"
+			diff "$T_TMP/top.ours" "$T_TMP/top.direct" | head -10 |
+			    sed 's/^/# /'
+		else
+			ok "$name ($# files, type=$type): index $i, $(($(wc -l <"$T_TMP/top.ours") - 1)) functions identical, $(grep '^total ' "$T_TMP/top.ours" | sed 's/ total$//')"
+		fi
+	done
+	get "/api/0/profiles/$ids" "$byid"
+	for ((i = 0; i < n; i++)); do
+		top "$i" "$byid" | cmp -s - "$T_TMP/top.ours.$i" || break
+	done
+	if [ "$HTTP_CODE" != 200 ]; then
+		not_ok "$name: {id1}+{id2}+... form: HTTP $HTTP_CODE"
+	elif [ "$i" = "$n" ]; then
+		ok "$name: {id1}+...+{id$#} form gives the same rows"
+	else
+		not_ok "$name: {id1}+...+{id$#} form differs from the query form"
+	fi
+}
+
+compare "cpuburn cpu A+B" cpu $G/cpuburn/cpu_[AB]_0*.pb.gz
+compare "allocheavy cpu" cpu $G/allocheavy/cpu_[AB]_0[1-3].pb.gz
+compare "bigstacks cpu" cpu $G/bigstacks/cpu_A_01.pb.gz $G/bigstacks/cpu_B_01.pb.gz
+compare "cpuburn heap" heap $G/cpuburn/heap_[AB]_0[1-4].pb.gz
+compare "allocheavy heap" heap $G/allocheavy/heap_[AB]_0*.pb.gz
+compare "allocheavy allocs" heap $G/allocheavy/allocs_[AB]_0*.pb.gz
+compare "goroutines allocs" heap $G/goroutines/allocs_[AB]_0[1-3].pb.gz
+compare "contention block" block $G/contention/block_[AB]_0*.pb.gz
+compare "allocheavy block" block $G/allocheavy/block_[AB]_0*.pb.gz
+compare "contention mutex" mutex $G/contention/mutex_[AB]_0*.pb.gz
+compare "goroutines mutex" mutex $G/goroutines/mutex_[AB]_0*.pb.gz
+compare "goroutines goroutine" goroutine $G/goroutines/goroutine_[AB]_0*.pb.gz
+compare "contention goroutine" goroutine $G/contention/goroutine_[AB]_0[1-3].pb.gz
+compare "threadcreate, all programs" threadcreate $G/*/threadcreate_[AB]_0[12].pb.gz
+compare "node datadog wall" other $C/node/datadog/wall_*.pb.gz
+compare "node google wall" other $C/node/google/wall_*.pb.gz
+compare "node datadog heap" heap $C/node/datadog/heap_*.pb.gz
+compare "node google heap" heap $C/node/google/heap_*.pb.gz
+compare "gperftools cpu x3" gpercpu $C/gperftools/cworker.cpu.pb.gz \
+    $C/gperftools/cworker.cpu.pb.gz $C/gperftools/cworker.cpu.pb.gz
+
+# --- the time window: a copy retimed a day later is left out ---------------
+A1=$G/cpuburn/cpu_A_01.pb.gz
+A2=$G/cpuburn/cpu_A_02.pb.gz
+mkdir -p "$T_TMP/late"
+"$MF" -R 1795400000000000000,1,1 "$T_TMP/late" "$A2" >/dev/null
+put "$A1" w cpu "set=win"; put "$T_TMP/late/00000.pb.gz" w cpu "set=win"
+get "/api/0/profiles/merge?service=w&type=cpu&labels=set=win&$W" "$T_TMP/win.pb.gz"
+if [ "$HTTP_CODE" = 200 ] && same_rows win "$T_TMP/win.pb.gz" "$A1" 2; then
+	ok "from/to: only the profile inside the window is merged"
+else
+	not_ok "from/to: only the profile inside the window is merged ($HTTP_CODE)"
+fi
+get "/api/0/profiles/merge?service=w&type=cpu&labels=set=win&from=2026-11-22T00:00:00&to=2026-11-24T00:00:00" "$T_TMP/win2.pb.gz"
+go tool pprof -proto "$A1" "$A2" >"$T_TMP/win2-pprof.pb.gz" 2>/dev/null
+if [ "$HTTP_CODE" = 200 ] &&
+    same_rows win "$T_TMP/win2.pb.gz" "$T_TMP/win2-pprof.pb.gz" 2; then
+	ok "from/to: a wider window merges both"
+else
+	not_ok "from/to: a wider window merges both ($HTTP_CODE)"
+fi
+
+# --- one profile merged is the profile ------------------------------------
+H=$G/allocheavy/heap_A_05.pb.gz
+put "$H" one heap "set=one"
+get "/api/0/profiles/merge?service=one&type=heap&$W" "$T_TMP/one.pb.gz"
+bad=0
+for i in 0 1 2 3; do
+	cmp -s <(top "$i" "$T_TMP/one.pb.gz") <(top "$i" "$H") || bad=$((bad + 1))
+done
+is "$HTTP_CODE/$bad" 200/0 "a merge of one profile equals it (4 indexes, totals too)"
+
+# --- Content-Disposition and go tool pprof on the URL ---------------------
+URL="/api/0/profiles/merge?service=m&type=cpu&labels=set=s0,part=in&$W"
+get "$URL" "$T_TMP/cd.pb.gz"
+cd=$(tr -d '\r' <"$T_TMP/hdr" | sed -n 's/^[Cc]ontent-[Dd]isposition: //p')
+is "$cd" 'attachment; filename="m-cpu.pb.gz"' "Content-Disposition names SERVICE-TYPE.pb.gz"
+out=$(go tool pprof -top "$PROFD_URL$URL" 2>&1); rc=$?
+if [ "$rc" = 0 ] && printf '%s\n' "$out" | grep -q 'main\.' &&
+    printf '%s\n' "$out" | grep -q '^Type: cpu'; then
+	ok "go tool pprof -top on the merge URL (labels percent-encoded by pprof) works"
+else
+	not_ok "go tool pprof -top on the merge URL: exit $rc"
+	printf '%s\n' "$out" | head -5 | sed 's/^/# /'
+fi
+
+# --- builds A and B merge location for location ---------------------------
+B1=$G/cpuburn/cpu_B_01.pb.gz
+put "$A1" ab cpu "set=ab"; ida=$ID
+put "$B1" ab cpu "set=ab"; idb=$ID
+get "/api/0/profiles/$ida+$idb" "$T_TMP/ab.pb.gz"
+ab=$(nlocs "$T_TMP/ab.pb.gz")
+go tool pprof -proto "$A1" "$B1" >"$T_TMP/ab-pprof.pb.gz" 2>/dev/null
+theirs=$(nlocs "$T_TMP/ab-pprof.pb.gz")
+check "A+B through the API: $ab locations, fewer than pprof's $theirs" \
+    test "$HTTP_CODE" = 200 -a "$ab" -gt 0 -a "$ab" -lt "$theirs"
+is "$ab" "$(keys "$A1" "$B1")" "A+B through the API: one location per distinct symbolized key"
+
+# --- errors ----------------------------------------------------------------
+api "/api/0/profiles/$ida+00000000000000000000+$idb" >/dev/null
+is "$HTTP_CODE" 404 "unknown id in a + list: 404"
+check "... naming it: $BODY" grep -q '00000000000000000000' <<<"$BODY"
+api "/api/0/profiles/$ida+not-an-id" >/dev/null
+is "$HTTP_CODE" 400 "malformed id in a + list: 400"
+check "... naming it: $BODY" grep -q 'not-an-id' <<<"$BODY"
+api "/api/0/profiles/merge?service=m&type=cpu&labels=set=nosuchset&$W" >/dev/null
+is "$HTTP_CODE" 404 "nothing matched: 404 ($BODY)"
+api "/api/0/profiles/merge?service=nosuchservice&type=cpu&$W" >/dev/null
+is "$HTTP_CODE" 404 "unknown service: 404 ($BODY)"
+api "/api/0/profiles/merge?service=m&$W" >/dev/null
+is "$HTTP_CODE" 400 "type missing: 400"
+check "... naming it: $BODY" grep -q 'type' <<<"$BODY"
+api "/api/0/profiles/merge?service=m&type=trace&$W" >/dev/null
+is "$HTTP_CODE" 400 "type=trace: 400 ($BODY)"
+api "/api/0/profiles/merge?type=cpu&$W" >/dev/null
+is "$HTTP_CODE" 400 "service missing: 400 ($BODY)"
+api "/api/0/profiles/merge?service=m&type=cpu&from=yesterday" >/dev/null
+is "$HTTP_CODE" 400 "bad from: 400 ($BODY)"
+put "$C/node/google/heap_01.pb.gz" X heap "set=mix"
+put "$C/node/datadog/heap_01.pb.gz" X heap "set=mix"; idd=$ID
+api "/api/0/profiles/merge?service=X&type=heap&$W" >/dev/null
+is "$HTTP_CODE" 422 "different sample types: 422"
+check "... naming both: $BODY" grep -q 'objects/count,space/bytes.*inuse_objects/count,inuse_space/bytes' <<<"$BODY"
+api "/api/0/profiles/$ida+$idd" >/dev/null
+is "$HTTP_CODE" 422 "different sample types by ids (cpu + heap): 422 ($BODY)"
+
+# --- clients that hang up mid-merge ---------------------------------------
+for f in $G/bigstacks/heap_[AB]_01.pb.gz $G/bigstacks/allocs_[AB]_01.pb.gz; do
+	put "$f" big heap "set=big"
+done
+BIG="/api/0/profiles/merge?service=big&type=heap&$W"
+t0=$(date +%s%N)
+get "$BIG" "$T_TMP/big.pb.gz"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+is "$HTTP_CODE" 200 "merge of 4 bigstacks heap profiles (${ms} ms)"
+for i in 1 2 3 4 5 6; do
+	curl -s -o /dev/null --max-time 0.0$((i + 2)) "$PROFD_URL$BIG"
+done
+sleep 0.3
+api /api/0/version >/dev/null
+is "$HTTP_CODE" 200 "daemon still serving after 6 clients hung up mid-merge"
+get "$BIG" "$T_TMP/big2.pb.gz"
+if [ "$HTTP_CODE" = 200 ] &&
+    cmp -s <(top 3 "$T_TMP/big.pb.gz") <(top 3 "$T_TMP/big2.pb.gz"); then
+	ok "the same merge afterwards gives the same inuse_space rows"
+else
+	not_ok "the same merge afterwards gives the same inuse_space rows ($HTTP_CODE)"
+fi
+profd_stop
+
+# --- --max-merge-profiles ---------------------------------------------------
+PROFD_DIR=
+profd_start --workers 2 --max-merge-profiles 5 ||
+    { not_ok "second profd starts"; done_testing; }
+ids=
+for f in $G/cpuburn/cpu_A_0[1-5].pb.gz $G/cpuburn/cpu_B_01.pb.gz; do
+	put "$f" lim cpu "set=lim"; ids=$ids${ids:++}$ID
+done
+api "/api/0/profiles/merge?service=lim&type=cpu&$W" >/dev/null
+is "$HTTP_CODE" 413 "6 matches over --max-merge-profiles 5: 413"
+check "... saying so: $BODY" grep -q 'max-merge-profiles' <<<"$BODY"
+api "/api/0/profiles/$ids" >/dev/null
+is "$HTTP_CODE" 413 "6 ids over --max-merge-profiles 5: 413 ($BODY)"
+get "/api/0/profiles/merge?service=lim&type=cpu&limit=5&$W" "$T_TMP/lim.pb.gz"
+is "$HTTP_CODE" 200 "limit=5 brings it under: 200"
+newest=$(api "/api/0/profiles?service=lim&type=cpu&limit=5&$W" | jq -r '[.body[].id] | join("+")')
+get "/api/0/profiles/$newest" "$T_TMP/lim5.pb.gz"
+if [ "$HTTP_CODE" = 200 ] && same_rows lim "$T_TMP/lim.pb.gz" "$T_TMP/lim5.pb.gz" 2; then
+	ok "limit=5 merges the 5 newest"
+else
+	not_ok "limit=5 merges the 5 newest ($HTTP_CODE)"
+fi
+
+done_testing
