@@ -4,11 +4,6 @@
  * and then call merge_run, which spreads the merge over the pool and
  * returns one gzipped pprof. The job is watched, so a client that goes away
  * cancels the merge.
- *
- * The merge URL is the one people hand to `go tool pprof`, which (like Go's
- * url.Values, Python's urlencode and curl --data-urlencode) percent-encodes
- * the whole labels value: "set%3Da%2Cprog%3Db". params_labels wants each key
- * and value encoded on its own, so such a value is decoded once first.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -150,64 +145,18 @@ merge_query_work(struct httpjob *job)
 	merge_ids_run(job, ma);
 }
 
-/*
- * A labels value sent wholly percent-encoded (no literal '=', so it cannot
- * be a valid raw list) as a new raw list: decoded once, with '%' and '+'
- * escaped again for params_labels. NULL leaves the value as it is.
- */
-static char *
-merge_labels_raw(const char *raw)
-{
-	char *dec, *out, *o;
-	const char *s;
-
-	if (raw == NULL || strchr(raw, '=') != NULL ||
-	    (dec = params_decode(raw, strlen(raw), NULL)) == NULL)
-		return NULL;
-	if (strchr(dec, '=') == NULL) {
-		free(dec);
-		return NULL;
-	}
-	o = out = xmalloc(3 * strlen(dec) + 1);
-	for (s = dec; *s != '\0'; s++) {
-		if (*s == '%' || *s == '+')
-			o += sprintf(o, "%%%02X", (unsigned char)*s);
-		else
-			*o++ = *s;
-	}
-	*o = '\0';
-	free(dec);
-	return out;
-}
-
 /* GET /api/0/profiles/merge */
 void
 api_merge(struct server *srv, struct evhttp_request *req,
     const struct params *p)
 {
 	struct merge_args *ma = xcalloc(1, sizeof *ma);
-	struct params fixed = *p;
 	struct httpjob *job;
-	char *cause = NULL, *labels;
-	size_t i;
+	char *cause = NULL;
 	int rc;
 
-	if ((labels = merge_labels_raw(params_raw(p, "labels"))) != NULL) {
-		fixed.raw = xcalloc(p->n, sizeof *fixed.raw);
-		memcpy(fixed.raw, p->raw, p->n * sizeof *fixed.raw);
-		for (i = 0; i < p->n; i++) {
-			if (strcmp(p->keys[i], "labels") == 0) {
-				fixed.raw[i] = labels;
-				break;
-			}
-		}
-	}
-	rc = query_args_parse(&fixed, server_now_ns(), 1, 0,
+	rc = query_args_parse(p, server_now_ns(), 1, 0,
 	    (size_t)srv->cfg->max_merge_profiles * 1000, &ma->qa, &cause);
-	if (labels != NULL) {
-		free(fixed.raw);
-		free(labels);
-	}
 	if (rc < 0) {
 		reply_error(srv, req, 400, "%s", cause);
 		free(cause);

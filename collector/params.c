@@ -15,6 +15,9 @@
 
 #define NS_PER_SEC	INT64_C(1000000000)
 
+static int	params_labels_split(const char *, size_t, struct label **,
+		    size_t *, char **);
+
 /* Value of one hex digit, or -1. */
 static int
 params_hex(int c)
@@ -184,10 +187,58 @@ params_labels_free(struct label *l, size_t n)
 	free(l);
 }
 
+/*
+ * A labels value sent wholly percent-encoded, as `go tool pprof`, Go's
+ * url.Values, urlencode and curl --data-urlencode do ("a%3D1%2Cb%3D2"):
+ * it has no literal '=', so it cannot be a list as it is. Returns it
+ * decoded once, with '%' and '+' escaped again, or NULL if raw is not such
+ * a value.
+ */
+static char *
+params_labels_whole(const char *raw)
+{
+	char *dec, *out, *o;
+	const char *s;
+
+	if (strchr(raw, '=') != NULL ||
+	    (dec = params_decode(raw, strlen(raw), NULL)) == NULL)
+		return NULL;
+	if (strchr(dec, '=') == NULL) {
+		free(dec);
+		return NULL;
+	}
+	o = out = xmalloc(3 * strlen(dec) + 1);
+	for (s = dec; *s != '\0'; s++) {
+		if (*s == '%' || *s == '+')
+			o += sprintf(o, "%%%02X", (unsigned char)*s);
+		else
+			*o++ = *s;
+	}
+	*o = '\0';
+	free(dec);
+	return out;
+}
+
 /* Parses "k1=v1,k2=v2" into a sorted array. */
 int
 params_labels(const char *raw, size_t max, struct label **out, size_t *n,
     char **cause)
+{
+	char *whole;
+	int rc;
+
+	if ((whole = params_labels_whole(raw)) != NULL) {
+		rc = params_labels(whole, max, out, n, cause);
+		free(whole);
+		return rc;
+	}
+	return params_labels_split(raw, max, out, n, cause);
+}
+
+/* Splits raw "k1=v1,k2=v2", decoding each key and value on its own. */
+static int
+params_labels_split(const char *raw, size_t max, struct label **out,
+    size_t *n, char **cause)
 {
 	struct label *l = NULL;
 	size_t nl = 0;

@@ -112,6 +112,11 @@ test_labels(void)
 	    strcmp(l[0].value, "\xe2\x9c\x93") == 0, "UTF-8 value");
 	params_labels_free(l, n);
 	ok(labels_fail("novalue", "no '='"), "missing '=' rejected");
+	ok(params_labels("a%3D1%2Cb%3Dx%20y", 64, &l, &n, &cause) == 0 &&
+	    n == 2 && strcmp(l[0].value, "1") == 0 &&
+	    strcmp(l[1].value, "x y") == 0,
+	    "a wholly encoded value (go tool pprof) is decoded once first");
+	params_labels_free(l, n);
 	ok(labels_fail("1abc=x", "not valid"), "key starting with digit");
 	ok(labels_fail("a%20b=x", "not valid"), "key with a space");
 	ok(labels_fail("a=1,b=2,c=3", "more than") == 0, "three under limit");
