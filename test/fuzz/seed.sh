@@ -47,7 +47,8 @@ merge)
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	for f in $(small); do
-		gzip -dc "$f" > "$tmp/$(echo "${f#$corpus/}" | tr / _)"
+		name=$(echo "${f#$corpus/}" | tr / _)
+		gzip -dc "$f" > "$tmp/${name%.gz}"
 	done
 	# pairs of the same kind from different programs merge; mixed kinds
 	# mismatch; a profile with itself doubles every value
@@ -56,7 +57,7 @@ merge)
 	for a in "$@"; do
 		kind=$(basename "$a" | sed 's/.*_\([a-z]*\)_[A-Z0-9_]*\.pb$/\1/')
 		for b in "$tmp"/*"_${kind}_"*; do
-			[ "$a" = "$b" ] && continue
+			[ "$a" = "$b" ] || [ ! -f "$b" ] && continue
 			{ le32 "$(wc -c < "$a")"; cat "$a" "$b"; } \
 			    > "$out/pair_$(basename "$a" .pb)+$(basename "$b" .pb)"
 			break
