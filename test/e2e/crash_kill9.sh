@@ -104,7 +104,7 @@ acked=$(wc -l < "$T_TMP/ok")
 attempts=$(cat "$T_TMP"/codes.* | wc -l)
 others=$(cat "$T_TMP"/codes.* | grep -cvE '^(200|000)$')
 diag "$attempts upload attempts, $acked got 200"
-check "uploads succeeded between kills ($acked)" [ "$acked" -ge "$ROUNDS" ]
+check "uploads succeeded between kills ($acked)" [ "$acked" -ge 10 ]
 is "$others" 0 "every upload got 200 or no reply (no error status)"
 is "$(cut -f1 "$T_TMP/ok" | sort | uniq -d | wc -l)" 0 "no id was handed out twice"
 
