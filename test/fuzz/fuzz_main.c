@@ -100,6 +100,7 @@ fuzz_main_dir(const char *dir)
 	return ret;
 }
 
+/* Replays every FILE or DIR argument; exits 1 if one cannot be read. */
 int
 main(int argc, char **argv)
 {
