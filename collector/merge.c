@@ -742,6 +742,16 @@ merge_check_samples(struct merge *m, const Perftools__Profiles__Profile *p,
 	return 0;
 }
 
+/*
+ * a + b wrapping around like Go's int64 (what go tool pprof -proto does
+ * with such inputs), without C's undefined signed overflow.
+ */
+static inline int64_t
+merge_add64(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
 /* Adds the input's samples (already checked). */
 static void
 merge_samples_in(struct merge *m, const Perftools__Profiles__Profile *p)
@@ -804,7 +814,7 @@ merge_samples_in(struct merge *m, const Perftools__Profiles__Profile *p)
 		}
 		v = &m->values[(size_t)idx * nt];
 		for (j = 0; j < nt; j++)
-			v[m->perm[j]] += s->value[j];
+			v[m->perm[j]] = merge_add64(v[m->perm[j]], s->value[j]);
 	}
 }
 
@@ -843,7 +853,7 @@ merge_header_in(struct merge *m, const Perftools__Profiles__Profile *p)
 	if (p->time_nanos != 0 && (m->time_nanos == 0 ||
 	    p->time_nanos < m->time_nanos))
 		m->time_nanos = p->time_nanos;
-	m->duration_nanos += p->duration_nanos;
+	m->duration_nanos = merge_add64(m->duration_nanos, p->duration_nanos);
 	if (p->period > m->period)
 		m->period = p->period;
 	if (!m->have_period_type && p->period_type != NULL) {

@@ -483,6 +483,10 @@ params_time(const char *s, int64_t now_ns, int64_t *out, char **cause)
 		/* Unix seconds, optionally with a fraction */
 		v = strtold(s, (char **)&p);
 		if (*p == '\0') {
+			/* 11 digits can overflow int64 nanoseconds */
+			if (v >= (long double)(INT64_MAX / NS_PER_SEC))
+				return xcause(cause, "time \"%.64s\" out of "
+				    "range (Unix seconds past 2262)", s);
 			secs = (int64_t)v;
 			*out = secs * NS_PER_SEC +
 			    (int64_t)((v - secs) * NS_PER_SEC);

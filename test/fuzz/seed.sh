@@ -1,0 +1,81 @@
+#!/bin/sh
+# seed.sh TARGET OUTDIR FUZZDIR CORPUS: fills OUTDIR with a seed corpus for
+# one fuzz target. Every target gets its regression inputs
+# (FUZZDIR/regress/TARGET); pprof gets the shared corpus's bad/ inputs and a
+# few small Go and Node profiles, inflated (so mutations reach the decoder)
+# and as uploaded; merge gets pairs of those profiles in its input format
+# (4-byte little-endian length of A, A, B); query and config get
+# FUZZDIR/seeds/TARGET. Existing files in OUTDIR (a grown corpus) stay.
+set -eu
+target=$1 out=$2 fuzzdir=$3 corpus=$4
+mkdir -p "$out"
+if [ -d "$fuzzdir/regress/$target" ]; then
+	cp "$fuzzdir/regress/$target"/* "$out"/ 2>/dev/null || true
+fi
+
+# small profiles, one per program and kind, plus Node's
+small() {
+	[ -d "$corpus" ] || return 0
+	{ find "$corpus/go" -name '*_A_01.pb.gz' -size -8k
+	  find "$corpus/node" -name '*_01.pb.gz' -size -8k; } 2>/dev/null | sort
+}
+
+# le32 N: N as 4 little-endian bytes on stdout.
+le32() {
+	n=$1
+	for i in 0 1 2 3; do
+		printf "\\$(printf %03o $(( (n >> (8 * i)) & 255 )))"
+	done
+}
+
+case $target in
+pprof)
+	[ -d "$corpus/bad" ] && for f in "$corpus"/bad/*; do
+		case $f in *.tsv) continue;; esac
+		# the 256 MiB bomb is kept; the target caps inflation at 4 MiB
+		cp "$f" "$out/bad_$(basename "$f")"
+	done
+	for f in $(small); do
+		name=$(echo "${f#$corpus/}" | tr / _)
+		gzip -dc "$f" > "$out/raw_${name%.gz}"
+	done
+	for f in $(small | head -n 4); do
+		cp "$f" "$out/gz_$(echo "${f#$corpus/}" | tr / _)"
+	done
+	;;
+merge)
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	for f in $(small); do
+		name=$(echo "${f#$corpus/}" | tr / _)
+		gzip -dc "$f" > "$tmp/${name%.gz}"
+	done
+	# pairs of the same kind from different programs merge; mixed kinds
+	# mismatch; a profile with itself doubles every value
+	set -- "$tmp"/*
+	prev=
+	for a in "$@"; do
+		kind=$(basename "$a" | sed 's/.*_\([a-z]*\)_[A-Z0-9_]*\.pb$/\1/')
+		for b in "$tmp"/*"_${kind}_"*; do
+			[ "$a" = "$b" ] || [ ! -f "$b" ] && continue
+			{ le32 "$(wc -c < "$a")"; cat "$a" "$b"; } \
+			    > "$out/pair_$(basename "$a" .pb)+$(basename "$b" .pb)"
+			break
+		done
+		{ le32 "$(wc -c < "$a")"; cat "$a" "$a"; } \
+		    > "$out/self_$(basename "$a" .pb)"
+		if [ -n "$prev" ]; then
+			{ le32 "$(wc -c < "$prev")"; cat "$prev" "$a"; } \
+			    > "$out/mixed_$(basename "$a" .pb)"
+		fi
+		prev=$a
+	done
+	;;
+query|config)
+	cp "$fuzzdir/seeds/$target"/* "$out"/
+	;;
+*)
+	echo "seed.sh: unknown target $target" >&2
+	exit 1
+	;;
+esac
