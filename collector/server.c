@@ -305,6 +305,7 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 		    cfg->addr);
 	evthread_use_pthreads();
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);	/* a full file is an error, not a death */
 	srv->base = event_base_new();
 	if ((srv->store = store_open(cfg->data_dir, &rec, cause)) == NULL) {
 		free(host);
