@@ -134,12 +134,24 @@ struct scan {
 };
 
 /* Reads a varint of at most max bytes; returns its length, 0 if bad. */
-static inline size_t
+static inline __attribute__((always_inline)) size_t
 scan_varint(const uint8_t *p, const uint8_t *end, size_t max, uint64_t *v)
 {
 	size_t		avail = (size_t)(end - p), i;
 	uint64_t	r = 0;
 
+	if (avail >= 10) {
+		/* No bounds to watch: the common case, unrolled. */
+		for (i = 0; i < max; i++) {
+			r |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+			if ((p[i] & 0x80) == 0) {
+				*v = r;
+				return i + 1;
+			}
+		}
+		*v = 0;
+		return 0;
+	}
 	if (avail < max)
 		max = avail;
 	for (i = 0; i < max; i++) {
@@ -154,13 +166,16 @@ scan_varint(const uint8_t *p, const uint8_t *end, size_t max, uint64_t *v)
 }
 
 /* Reads the field at *pp: 1 got one, 0 end of message, -1 malformed. */
-static inline int
+static inline __attribute__((always_inline)) int
 scan_next(const uint8_t **pp, const uint8_t *end, struct scan_field *f)
 {
 	const uint8_t	*p = *pp;
 	uint64_t	 v;
 	size_t		 n;
 
+	f->v = 0;
+	f->hdr = f->p = NULL;
+	f->len = 0;
 	if (p == end)
 		return 0;
 	if (*p < 0x80) {
@@ -213,16 +228,36 @@ scan_next(const uint8_t **pp, const uint8_t *end, struct scan_field *f)
 	return 1;
 }
 
+/* The top bit of every byte of a 64-bit word. */
+#define SCAN_TOP_BITS	0x8080808080808080ULL
+
 /*
  * Counts the varints of a packed field; -1 if one is unterminated or longer
- * than 10 bytes (protobuf-c's scan_varint).
+ * than 10 bytes (protobuf-c's scan_varint). Eight bytes at a time: a varint
+ * ends at each byte whose top bit is clear, and a run of continuation bytes
+ * can only reach 10 through a word's ends.
  */
 static inline int
 scan_packed_count(const uint8_t *p, size_t len, size_t *count)
 {
-	size_t	i, n = 0, run = 0;
+	uint64_t	w, stops;
+	size_t		i = 0, n = 0, run = 0;
 
-	for (i = 0; i < len; i++) {
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, p + i, sizeof w);
+		stops = ~w & SCAN_TOP_BITS;	/* little endian: byte 0 low */
+		if (stops == 0) {
+			if ((run += 8) >= 10)
+				return -1;
+			continue;
+		}
+		/* Sums the stop bits, one per byte, into the top byte. */
+		n += (size_t)(((stops >> 7) * 0x0101010101010101ULL) >> 56);
+		if (run + (size_t)__builtin_ctzll(stops) / 8 >= 10)
+			return -1;
+		run = (size_t)__builtin_clzll(stops) / 8;
+	}
+	for (; i < len; i++) {
 		if (p[i] & 0x80) {
 			if (++run == 10)
 				return -1;
@@ -235,6 +270,23 @@ scan_packed_count(const uint8_t *p, size_t len, size_t *count)
 		return -1;
 	*count = n;
 	return 0;
+}
+
+/* Decodes the next varint of a packed field pass 1 checked. */
+static inline uint64_t
+scan_packed_next(const uint8_t **pp)
+{
+	const uint8_t	*q = *pp;
+	uint64_t	 v, b = *q++;
+	unsigned	 shift;
+
+	v = b & 0x7f;
+	for (shift = 7; b & 0x80; shift += 7) {
+		b = *q++;
+		v |= (b & 0x7f) << shift;
+	}
+	*pp = q;
+	return v;
 }
 
 /* True if rank (a, b, c) is below the problem recorded so far. */
@@ -252,7 +304,7 @@ scan_err_wins(const struct scan_err *e, uint64_t a, uint64_t b, uint64_t c)
 
 /* Records a problem of rank (a, b, c) if it is the lowest so far. */
 static void __attribute__((format(printf, 5, 6)))
-scan_problem(struct scan *s, uint64_t a, uint64_t b, uint64_t c,
+scan_bad(struct scan *s, uint64_t a, uint64_t b, uint64_t c,
     const char *fmt, ...)
 {
 	va_list	ap;
@@ -281,7 +333,7 @@ scan_str_ok(const struct scan *s, int64_t idx)
  * in pprof_validate()'s words.
  */
 static void __attribute__((format(printf, 6, 7)))
-scan_str_problem(struct scan *s, uint64_t a, uint64_t b, uint64_t c, int64_t idx,
+scan_bad_str(struct scan *s, uint64_t a, uint64_t b, uint64_t c, int64_t idx,
     const char *fmt, ...)
 {
 	va_list	 ap;
@@ -292,7 +344,7 @@ scan_str_problem(struct scan *s, uint64_t a, uint64_t b, uint64_t c, int64_t idx
 	va_start(ap, fmt);
 	what = xvasprintf(fmt, ap);
 	va_end(ap);
-	scan_problem(s, a, b, c, "%s string index %" PRId64 " out of range "
+	scan_bad(s, a, b, c, "%s string index %" PRId64 " out of range "
 	    "(%zu strings)", what, idx, s->n_string);
 	free(what);
 }
@@ -405,13 +457,13 @@ scan_label(struct scan *s, size_t i, size_t j, const uint8_t *p, size_t len)
 	if (r < 0)
 		return -1;
 	if (!scan_str_ok(s, key))
-		scan_str_problem(s, a, b, 0, key, "sample %zu: label %zu: key", i,
+		scan_bad_str(s, a, b, 0, key, "sample %zu: label %zu: key", i,
 		    j);
 	if (!scan_str_ok(s, str))
-		scan_str_problem(s, a, b, 1, str, "sample %zu: label %zu: str", i,
+		scan_bad_str(s, a, b, 1, str, "sample %zu: label %zu: str", i,
 		    j);
 	if (!scan_str_ok(s, num_unit))
-		scan_str_problem(s, a, b, 2, num_unit,
+		scan_bad_str(s, a, b, 2, num_unit,
 		    "sample %zu: label %zu: num_unit", i, j);
 	return 0;
 }
@@ -447,8 +499,8 @@ scan_sample(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	if (r < 0)
 		return -1;
 	if (n_value != s->n_sample_type)
-		scan_problem(s, SCAN_RANK(SCAN_C_SAMPLE, i), 0, 0, "sample %zu: %zu "
-		    "values for %zu sample types", i, n_value,
+		scan_bad(s, SCAN_RANK(SCAN_C_SAMPLE, i), 0, 0,
+		    "sample %zu: %zu values for %zu sample types", i, n_value,
 		    s->n_sample_type);
 	return 0;
 }
@@ -480,10 +532,10 @@ scan_mapping(struct scan *s, size_t i, const uint8_t *p, size_t len)
 		return -1;
 	s->mappings.ids[i] = id;
 	if (!scan_str_ok(s, filename))
-		scan_str_problem(s, SCAN_RANK(SCAN_C_MAPPING, i), 0, 0, filename,
+		scan_bad_str(s, SCAN_RANK(SCAN_C_MAPPING, i), 0, 0, filename,
 		    "mapping %" PRIu64 ": filename", id);
 	if (!scan_str_ok(s, build_id))
-		scan_str_problem(s, SCAN_RANK(SCAN_C_MAPPING, i), 1, 0, build_id,
+		scan_bad_str(s, SCAN_RANK(SCAN_C_MAPPING, i), 1, 0, build_id,
 		    "mapping %" PRIu64 ": build_id", id);
 	return 0;
 }
@@ -517,13 +569,13 @@ scan_function(struct scan *s, size_t i, const uint8_t *p, size_t len)
 		return -1;
 	s->functions.ids[i] = id;
 	if (!scan_str_ok(s, name))
-		scan_str_problem(s, a, 0, 0, name, "function %" PRIu64 ": name",
+		scan_bad_str(s, a, 0, 0, name, "function %" PRIu64 ": name",
 		    id);
 	if (!scan_str_ok(s, system_name))
-		scan_str_problem(s, a, 1, 0, system_name,
+		scan_bad_str(s, a, 1, 0, system_name,
 		    "function %" PRIu64 ": system_name", id);
 	if (!scan_str_ok(s, filename))
-		scan_str_problem(s, a, 2, 0, filename,
+		scan_bad_str(s, a, 2, 0, filename,
 		    "function %" PRIu64 ": filename", id);
 	return 0;
 }
@@ -572,7 +624,8 @@ scan_location_fields(const uint8_t *p, size_t len, uint64_t *id,
 				*mapping_id = f.v;
 			break;
 		case 4:
-			if (f.wt != SCAN_LEN || scan_line(f.p, f.len, &fid) != 0)
+			if (f.wt != SCAN_LEN ||
+			    scan_line(f.p, f.len, &fid) != 0)
 				return -1;
 			break;
 		}
@@ -586,7 +639,7 @@ static void
 scan_comment(struct scan *s, int64_t idx)
 {
 	if (!scan_str_ok(s, idx))
-		scan_str_problem(s, SCAN_RANK(SCAN_C_COMMENT, s->n_comment), 0,
+		scan_bad_str(s, SCAN_RANK(SCAN_C_COMMENT, s->n_comment), 0,
 		    0, idx, "comment %zu:", s->n_comment);
 	s->n_comment++;
 }
@@ -599,7 +652,7 @@ scan_pass1(struct scan *s)
 	struct scan_field	 f;
 	size_t			 i_st = 0, i_s = 0, i_m = 0, i_l = 0, i_f = 0;
 	size_t			 i_str = 0;
-	uint64_t		 v, mapping_id;
+	uint64_t		 mapping_id;
 	size_t			 n;
 	int			 r;
 
@@ -610,11 +663,11 @@ scan_pass1(struct scan *s)
 			    &s->st[2 * i_st + 1]) != 0)
 				return -1;
 			if (!scan_str_ok(s, s->st[2 * i_st]))
-				scan_str_problem(s, SCAN_RANK(SCAN_C_SAMPLE_TYPE,
+				scan_bad_str(s, SCAN_RANK(SCAN_C_SAMPLE_TYPE,
 				    i_st), 0, 0, s->st[2 * i_st],
 				    "sample type %zu: type", i_st);
 			if (!scan_str_ok(s, s->st[2 * i_st + 1]))
-				scan_str_problem(s, SCAN_RANK(SCAN_C_SAMPLE_TYPE,
+				scan_bad_str(s, SCAN_RANK(SCAN_C_SAMPLE_TYPE,
 				    i_st), 1, 0, s->st[2 * i_st + 1],
 				    "sample type %zu: unit", i_st);
 			i_st++;
@@ -638,7 +691,7 @@ scan_pass1(struct scan *s)
 			break;
 		case SCAN_P_STRING_TABLE:
 			if (i_str == 0 && f.len != 0 && f.p[0] != '\0')
-				scan_problem(s, SCAN_RANK(SCAN_C_STR0, 0), 0, 0,
+				scan_bad(s, SCAN_RANK(SCAN_C_STR0, 0), 0, 0,
 				    "string table entry 0 is not empty");
 			s->strs[i_str++] = f.hdr;
 			break;
@@ -667,10 +720,8 @@ scan_pass1(struct scan *s)
 			}
 			if (scan_packed_count(f.p, f.len, &n) != 0)
 				return -1;
-			for (q = f.p, qend = f.p + f.len; q < qend;) {
-				q += scan_varint(q, qend, 10, &v);
-				scan_comment(s, (int64_t)v);
-			}
+			for (q = f.p, qend = f.p + f.len; q < qend;)
+				scan_comment(s, (int64_t)scan_packed_next(&q));
 			break;
 		case SCAN_P_DEFAULT_SAMPLE_TYPE:
 			s->default_sample_type = (int64_t)f.v;
@@ -688,30 +739,30 @@ static void
 scan_header(struct scan *s)
 {
 	if (s->n_string == 0)
-		scan_problem(s, SCAN_RANK(SCAN_C_EMPTY, 0), 0, 0,
+		scan_bad(s, SCAN_RANK(SCAN_C_EMPTY, 0), 0, 0,
 		    "string table is empty");
 	if (s->have_period) {
 		if (!scan_str_ok(s, s->period_type))
-			scan_str_problem(s, SCAN_RANK(SCAN_C_PERIOD_TYPE, 0), 0, 0,
+			scan_bad_str(s, SCAN_RANK(SCAN_C_PERIOD_TYPE, 0), 0, 0,
 			    s->period_type, "period type: type");
 		if (!scan_str_ok(s, s->period_unit))
-			scan_str_problem(s, SCAN_RANK(SCAN_C_PERIOD_TYPE, 0), 1, 0,
+			scan_bad_str(s, SCAN_RANK(SCAN_C_PERIOD_TYPE, 0), 1, 0,
 			    s->period_unit, "period type: unit");
 	}
 	if (!scan_str_ok(s, s->drop_frames))
-		scan_str_problem(s, SCAN_RANK(SCAN_C_DROP_FRAMES, 0), 0, 0,
+		scan_bad_str(s, SCAN_RANK(SCAN_C_DROP_FRAMES, 0), 0, 0,
 		    s->drop_frames, "drop_frames:");
 	if (!scan_str_ok(s, s->keep_frames))
-		scan_str_problem(s, SCAN_RANK(SCAN_C_KEEP_FRAMES, 0), 0, 0,
+		scan_bad_str(s, SCAN_RANK(SCAN_C_KEEP_FRAMES, 0), 0, 0,
 		    s->keep_frames, "keep_frames:");
 	if (!scan_str_ok(s, s->default_sample_type))
-		scan_str_problem(s, SCAN_RANK(SCAN_C_DEFAULT_SAMPLE_TYPE, 0), 0, 0,
+		scan_bad_str(s, SCAN_RANK(SCAN_C_DEFAULT_SAMPLE_TYPE, 0), 0, 0,
 		    s->default_sample_type, "default_sample_type:");
 	if (!scan_str_ok(s, s->doc_url))
-		scan_str_problem(s, SCAN_RANK(SCAN_C_DOC_URL, 0), 0, 0, s->doc_url,
+		scan_bad_str(s, SCAN_RANK(SCAN_C_DOC_URL, 0), 0, 0, s->doc_url,
 		    "doc_url:");
 	if (s->n_sample != 0 && s->n_sample_type == 0)
-		scan_problem(s, SCAN_RANK(SCAN_C_NO_TYPES, 0), 0, 0,
+		scan_bad(s, SCAN_RANK(SCAN_C_NO_TYPES, 0), 0, 0,
 		    "%zu samples but no sample types", s->n_sample);
 }
 
@@ -738,7 +789,7 @@ scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
 	t->max = 0;
 	for (i = 0; i < t->n; i++) {
 		if ((id = t->ids[i]) == 0) {
-			scan_problem(s, SCAN_RANK(cat, 0), 0, 0,
+			scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
 			    "%s at index %zu has id 0", what, i);
 			return -1;
 		}
@@ -753,7 +804,7 @@ scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
 		for (i = 0; i < t->n; i++) {
 			id = t->ids[i];
 			if (t->bits[id >> 6] & ((uint64_t)1 << (id & 63))) {
-				scan_problem(s, SCAN_RANK(cat, 0), 0, 0,
+				scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
 				    "%s %" PRIu64 ": duplicate id", what, id);
 				return -1;
 			}
@@ -765,7 +816,7 @@ scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
 	qsort(t->ids, t->n, sizeof *t->ids, scan_id_cmp);
 	for (i = 1; i < t->n; i++) {
 		if (t->ids[i] == t->ids[i - 1]) {
-			scan_problem(s, SCAN_RANK(cat, 0), 0, 0,
+			scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
 			    "%s %" PRIu64 ": duplicate id", what, t->ids[i]);
 			return -1;
 		}
@@ -823,11 +874,11 @@ scan_location_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 		}
 	}
 	if (mapping_id != 0 && !scan_ids_has(&s->mappings, mapping_id))
-		scan_problem(s, SCAN_RANK(SCAN_C_LOCATION, i), 0, 0, "location %"
+		scan_bad(s, SCAN_RANK(SCAN_C_LOCATION, i), 0, 0, "location %"
 		    PRIu64 ": mapping id %" PRIu64 " not found", id,
 		    mapping_id);
 	if (bad_j != SIZE_MAX)
-		scan_problem(s, SCAN_RANK(SCAN_C_LOCATION, i), SCAN_SUB(1, bad_j),
+		scan_bad(s, SCAN_RANK(SCAN_C_LOCATION, i), SCAN_SUB(1, bad_j),
 		    0, "location %" PRIu64 ": line %zu: function id %" PRIu64
 		    " not found", id, bad_j, bad_fid);
 }
@@ -854,10 +905,7 @@ scan_sample_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 		q = f.p;
 		qend = f.p + f.len;
 		while (q < qend) {
-			if (*q < 0x80)
-				v = *q++;
-			else
-				q += scan_varint(q, qend, 10, &v);
+			v = scan_packed_next(&q);
 			if (!scan_ids_has(&s->locations, v))
 				goto bad;
 			j++;
@@ -865,7 +913,7 @@ scan_sample_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	}
 	return;
 bad:
-	scan_problem(s, SCAN_RANK(SCAN_C_SAMPLE, i), SCAN_SUB(1, j), 0,
+	scan_bad(s, SCAN_RANK(SCAN_C_SAMPLE, i), SCAN_SUB(1, j), 0,
 	    "sample %zu: location id %" PRIu64 " not found", i, v);
 }
 
