@@ -22,6 +22,7 @@
 
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
+#include "proto/pprof_scan.h"
 
 /*
  * zlib level for pprof_encode_gzip: Go's runtime/pprof writes with
@@ -748,24 +749,34 @@ pprof_load_code(const uint8_t *body, size_t len, size_t max_inflated,
 	return p;
 }
 
-/* The whole upload check; sum may be NULL to check only. */
+/*
+ * The whole upload check; sum may be NULL to check only. The profile is
+ * thrown away, so pprof_scan() checks the wire bytes in place instead of
+ * decoding them; it accepts, refuses and summarizes exactly what
+ * pprof_decode() + pprof_validate() + pprof_summarize() do.
+ */
 int
 pprof_check(const uint8_t *body, size_t len, size_t max_inflated,
     struct pprof_summary *sum, char **cause)
 {
-	ProtobufCAllocator	*arena;
-	pprof_profile_t		*p;
-	int			 code;
+	uint8_t	*raw;
+	size_t	 rawlen;
+	int	 code;
 
 	if (sum != NULL)
 		memset(sum, 0, sizeof *sum);
-	/* The profile is thrown away whole: an arena halves decode time. */
-	arena = pprof_arena_new();
-	p = pprof_load_code(body, len, max_inflated, arena, &code, cause);
-	if (p != NULL && sum != NULL)
-		pprof_summarize(p, sum);
-	pprof_arena_free(arena);
-	return p != NULL ? 0 : code;
+	if ((code = pprof_inflate(body, len, max_inflated, &raw, &rawlen,
+	    cause)) != 0)
+		return code;
+	if (pprof_is_legacy_cpu(raw, rawlen)) {
+		/* Same words as pprof_decode(). */
+		xcause(cause, "legacy gperftools CPU profile format is not "
+		    "supported; convert it with go tool pprof -proto");
+		code = PPROF_EINVAL;
+	} else
+		code = pprof_scan(raw, rawlen, sum, cause);
+	free(raw);
+	return code;
 }
 
 /* Reads a stored blob into a decoded, validated profile. */

@@ -1,0 +1,1032 @@
+/*
+ * Differential tests of the wire scanner (proto/pprof_scan.c) against the
+ * protobuf-c path it replaced in pprof_check(): inflate, pprof_decode,
+ * pprof_validate, pprof_summarize. Both must give the same verdict, the same
+ * cause and the same summary for every file of $PROFD_CORPUS, for hand-made
+ * wire-format corner cases (packed and unpacked fields, unknown fields and
+ * wire types, overlong varints, interleaved and repeated fields, every
+ * validation error), and for thousands of seeded mutations of real raw
+ * profiles. Then prints the check time of both paths (median of many runs)
+ * for the bench/pool CPU profiles and go/allocheavy/cpu_B_03.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "proto/pprof.h"
+#include "proto/pprof_scan.h"
+#include "test/tap.h"
+
+#define MAX_INFLATED	((size_t)64 * 1024 * 1024)
+
+/* A growing byte buffer for encoding test profiles. */
+struct buf {
+	uint8_t	*p;
+	size_t	 len, cap;
+};
+
+/* What one check path said. */
+struct verdict {
+	int			 code;
+	char			*cause;
+	struct pprof_summary	 sum;
+};
+
+/* Appends n bytes. */
+static void
+put(struct buf *b, const void *p, size_t n)
+{
+	if (b->len + n > b->cap) {
+		b->cap = (b->len + n) * 2 + 64;
+		if ((b->p = realloc(b->p, b->cap)) == NULL)
+			abort();
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+/* Appends a varint. */
+static void
+put_varint(struct buf *b, uint64_t v)
+{
+	uint8_t	c;
+
+	do {
+		c = v & 0x7f;
+		v >>= 7;
+		if (v != 0)
+			c |= 0x80;
+		put(b, &c, 1);
+	} while (v != 0);
+}
+
+/* Appends a field key. */
+static void
+put_tag(struct buf *b, uint32_t num, unsigned wt)
+{
+	put_varint(b, ((uint64_t)num << 3) | wt);
+}
+
+/* Appends a varint field. */
+static void
+put_int(struct buf *b, uint32_t num, uint64_t v)
+{
+	put_tag(b, num, 0);
+	put_varint(b, v);
+}
+
+/* Appends a length-delimited field holding sub (freed). */
+static void
+put_msg(struct buf *b, uint32_t num, struct buf *sub)
+{
+	put_tag(b, num, 2);
+	put_varint(b, sub->len);
+	put(b, sub->p, sub->len);
+	free(sub->p);
+	memset(sub, 0, sizeof *sub);
+}
+
+/* Appends a string field. */
+static void
+put_str(struct buf *b, uint32_t num, const char *s, size_t n)
+{
+	put_tag(b, num, 2);
+	put_varint(b, n);
+	put(b, s, n);
+}
+
+/* Appends a packed varint field of n values. */
+static void
+put_packed(struct buf *b, uint32_t num, const uint64_t *v, size_t n)
+{
+	struct buf	sub = { NULL, 0, 0 };
+	size_t		i;
+
+	for (i = 0; i < n; i++)
+		put_varint(&sub, v[i]);
+	if (sub.p == NULL)
+		put(&sub, "", 0);
+	put_msg(b, num, &sub);
+}
+
+/* Reads a whole file; NULL on error. */
+static uint8_t *
+read_file(const char *path, size_t *len)
+{
+	FILE	*f;
+	uint8_t	*buf;
+	long	 n;
+
+	if ((f = fopen(path, "rb")) == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET) != 0) {
+		fclose(f);
+		return NULL;
+	}
+	buf = malloc((size_t)n + 1);
+	if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* The old upload check: inflate, protobuf-c decode, validate, summarize. */
+static int
+slow_check(const uint8_t *body, size_t len, size_t max,
+    struct pprof_summary *sum, char **cause)
+{
+	ProtobufCAllocator	*arena;
+	pprof_profile_t		*p;
+	uint8_t			*raw;
+	size_t			 rawlen;
+	int			 code;
+
+	memset(sum, 0, sizeof *sum);
+	if ((code = pprof_inflate(body, len, max, &raw, &rawlen, cause)) != 0)
+		return code;
+	arena = pprof_arena_new();
+	p = pprof_decode(raw, rawlen, arena, cause);
+	free(raw);
+	code = PPROF_EINVAL;
+	if (p != NULL && pprof_validate(p, cause) == 0) {
+		pprof_summarize(p, sum);
+		code = 0;
+	}
+	pprof_arena_free(arena);
+	return code;
+}
+
+/* Runs one path into *v. */
+static void
+run(int fast, const uint8_t *body, size_t len, size_t max, struct verdict *v)
+{
+	v->cause = NULL;
+	if (fast)
+		v->code = pprof_check(body, len, max, &v->sum, &v->cause);
+	else
+		v->code = slow_check(body, len, max, &v->sum, &v->cause);
+}
+
+/* Frees a verdict. */
+static void
+verdict_free(struct verdict *v)
+{
+	free(v->cause);
+	pprof_summary_free(&v->sum);
+}
+
+/* Compares two verdicts; returns NULL if equal, else what differs (new). */
+static char *
+verdict_diff(const struct verdict *f, const struct verdict *s)
+{
+	char	*d = NULL;
+	size_t	 n = 0;
+	FILE	*m;
+
+	if (f->code == s->code &&
+	    (f->code != 0 ? f->cause != NULL && s->cause != NULL &&
+	    strcmp(f->cause, s->cause) == 0 :
+	    f->sum.samples == s->sum.samples &&
+	    f->sum.time_nanos == s->sum.time_nanos &&
+	    f->sum.duration_nanos == s->sum.duration_nanos &&
+	    strcmp(f->sum.sample_types, s->sum.sample_types) == 0))
+		return NULL;
+	if ((m = open_memstream(&d, &n)) == NULL)
+		abort();
+	fprintf(m, "scanner %d [%s] %" PRId64 " %s | protobuf-c %d [%s] %"
+	    PRId64 " %s", f->code, f->cause ? f->cause : "",
+	    f->sum.samples, f->sum.sample_types ? f->sum.sample_types : "-",
+	    s->code, s->cause ? s->cause : "", s->sum.samples,
+	    s->sum.sample_types ? s->sum.sample_types : "-");
+	fclose(m);
+	return d;
+}
+
+/*
+ * Checks body both ways; returns NULL if they agree, else what differs.
+ * *code: OUT the scanner's verdict; *cause: OUT its cause (caller frees),
+ * if not NULL.
+ */
+static char *
+both(const uint8_t *body, size_t len, size_t max, int *code, char **cause,
+    struct pprof_summary *sum)
+{
+	struct verdict	f, s;
+	char		*d;
+
+	run(1, body, len, max, &f);
+	run(0, body, len, max, &s);
+	d = verdict_diff(&f, &s);
+	if (code != NULL)
+		*code = f.code;
+	if (cause != NULL) {
+		*cause = f.cause;
+		f.cause = NULL;
+	}
+	if (sum != NULL) {
+		*sum = f.sum;
+		memset(&f.sum, 0, sizeof f.sum);
+	}
+	verdict_free(&f);
+	verdict_free(&s);
+	return d;
+}
+
+/* Every file of MANIFEST.tsv and bad/MANIFEST.tsv. */
+static void
+test_corpus(const char *corpus)
+{
+	const char	*manifests[] = { "MANIFEST.tsv", "bad/MANIFEST.tsv" };
+	char		 path[4096], line[8192], *tab, *d, *cause;
+	uint8_t		*body;
+	size_t		 len, i;
+	FILE		*f;
+	int		 code, files = 0, accepted = 0;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof path, "%s/%s", corpus, manifests[i]);
+		if ((f = fopen(path, "r")) == NULL) {
+			ok(0, "open %s: %s", path, strerror(errno));
+			continue;
+		}
+		if (fgets(line, sizeof line, f) == NULL)
+			line[0] = '\0';
+		while (fgets(line, sizeof line, f) != NULL) {
+			if ((tab = strchr(line, '\t')) == NULL)
+				continue;
+			*tab = '\0';
+			snprintf(path, sizeof path, "%s/%s", corpus, line);
+			if ((body = read_file(path, &len)) == NULL) {
+				ok(0, "read %s: %s", path, strerror(errno));
+				continue;
+			}
+			d = both(body, len, MAX_INFLATED, &code, &cause, NULL);
+			ok(d == NULL, "%s: both paths say %s%s%s", line,
+			    code == 0 ? "ok" : cause, d ? ": " : "",
+			    d ? d : "");
+			files++;
+			accepted += code == 0;
+			free(d);
+			free(cause);
+			free(body);
+		}
+		fclose(f);
+	}
+	printf("# corpus: %d files, %d accepted\n", files, accepted);
+}
+
+/* How the hand-made profile is encoded and what is broken in it. */
+enum hand_case {
+	H_BASE,
+	H_UNPACKED,		/* location ids and values one per field */
+	H_MIXED,		/* values half unpacked, half packed */
+	H_REVERSED,		/* top-level fields in reverse order */
+	H_INTERLEAVED,		/* samples between strings and locations */
+	H_UNKNOWN,		/* unknown fields of every wire type, field 0 */
+	H_GROUP,		/* an unknown field of wire type 3 */
+	H_WT6,			/* wire type 6 */
+	H_FIELD0,		/* a one-byte key of field 0 */
+	H_WT_TIME,		/* time_nanos as fixed64 */
+	H_WT_SAMPLE_TYPE,	/* sample_type as a varint */
+	H_WT_LOCID,		/* location_id as fixed32 */
+	H_WT_STRING,		/* a string as a varint */
+	H_WT_LABEL,		/* label key as fixed64 */
+	H_WT_LINE,		/* Location.line as a varint */
+	H_BOOL_FIXED,		/* Mapping.has_functions as fixed64 */
+	H_VARINT10,		/* a 10-byte varint */
+	H_VARINT11,		/* an 11-byte varint */
+	H_TAG5,			/* a 5-byte tag of field 9 */
+	H_TAG6,			/* a 6-byte tag */
+	H_LEN6,			/* a 6-byte length prefix */
+	H_LEN5,			/* a 5-byte length prefix of 1 */
+	H_LEN5_HIGH,		/* a 5-byte length prefix of 2^32 */
+	H_LEN_PAST,		/* a length past the end */
+	H_PACKED_OPEN,		/* packed varints ending mid-varint */
+	H_PERIOD_TWICE_OK,	/* a bad period_type, then a good one */
+	H_PERIOD_TWICE_BAD,	/* a good period_type, then a bad one */
+	H_STR0_NUL,		/* string 0 is "\0x": empty as a C string */
+	H_STR_NUL,		/* a sample type string with a NUL inside */
+	H_NO_STRINGS,
+	H_STR0,			/* string 0 is "x" */
+	H_ST_INDEX,		/* a sample type unit out of range */
+	H_PERIOD_INDEX,
+	H_DROP_INDEX,
+	H_COMMENT_INDEX,	/* the second comment, unpacked */
+	H_NO_TYPES,
+	H_MAPPING_STR,
+	H_FUNCTION_STR,
+	H_LOC_ID0,
+	H_LOC_DUP,
+	H_SPARSE,		/* sparse location ids */
+	H_SPARSE_DUP,
+	H_MAPPING_REF,
+	H_FUNCTION_REF,
+	H_SAMPLE_LOC,
+	H_VALUES,
+	H_LABEL_STR,
+	H_ORDER1,		/* label error and mapping error: mapping */
+	H_ORDER2,		/* sample 1 values, sample 0 location */
+	H_ORDER3,		/* bad location, then a wire error */
+	H_NCASES
+};
+
+/* Appends one sample: 2 locations, 2 values, a label, as the case says. */
+static void
+hand_sample(struct buf *b, enum hand_case c, int which)
+{
+	struct buf	s = { NULL, 0, 0 }, l = { NULL, 0, 0 };
+	uint64_t	locs[2] = { 1, 2 }, vals[2] = { 5, 50000000 };
+
+	if (c == H_SAMPLE_LOC && which == 0)
+		locs[1] = 9;
+	if (c == H_ORDER2)
+		locs[1] = which == 0 ? 9 : 2;
+	if (c == H_SPARSE || c == H_SPARSE_DUP) {
+		locs[0] = 1000;
+		locs[1] = 5000000;
+	}
+	if (c == H_UNPACKED) {
+		put_int(&s, 2, vals[0]);
+		put_int(&s, 1, locs[0]);
+		put_int(&s, 2, vals[1]);
+		put_int(&s, 1, locs[1]);
+	} else if (c == H_MIXED) {
+		put_int(&s, 2, vals[0]);
+		put_packed(&s, 1, locs, 2);
+		put_packed(&s, 2, vals + 1, 1);
+	} else if (c == H_WT_LOCID) {
+		put_tag(&s, 1, 5);
+		put(&s, "\1\0\0\0", 4);
+		put_packed(&s, 2, vals, 2);
+	} else {
+		put_packed(&s, 1, locs, 2);
+		put_packed(&s, 2, vals,
+		    c == H_VALUES || (c == H_ORDER2 && which == 1) ? 1 : 2);
+	}
+	if (c == H_PACKED_OPEN) {
+		put_tag(&s, 1, 2);
+		put_varint(&s, 2);
+		put(&s, "\x01\x81", 2);
+	}
+	if (c == H_WT_LABEL) {
+		put_tag(&l, 1, 1);
+		put(&l, "\5\0\0\0\0\0\0\0", 8);
+	} else
+		put_int(&l, 1, c == H_LABEL_STR || c == H_ORDER1 ? 99 : 5);
+	put_int(&l, 2, 6);
+	if (c == H_UNKNOWN) {
+		put_int(&l, 7, 1);
+		put_int(&s, 12, 3);
+		put_tag(&s, 9, 5);
+		put(&s, "abcd", 4);
+	}
+	put_msg(&s, 3, &l);
+	put_msg(b, 2, &s);
+}
+
+/* Appends the strings of the hand-made profile. */
+static void
+hand_strings(struct buf *b, enum hand_case c, int from, int to)
+{
+	static const char	*str[] = { "", "samples", "count", "cpu",
+				    "nanoseconds", "endpoint", "/x", "/bin/app",
+				    "main", "work" };
+	int			 i;
+
+	if (c == H_NO_STRINGS)
+		return;
+	for (i = from; i < to; i++) {
+		if (i == 0 && c == H_STR0_NUL)
+			put_str(b, 6, "\0x", 2);
+		else if (i == 0 && c == H_STR0)
+			put_str(b, 6, "x", 1);
+		else if (i == 3 && c == H_STR_NUL)
+			put_str(b, 6, "cp\0u", 4);
+		else if (i == 4 && c == H_WT_STRING)
+			put_int(b, 6, 4);
+		else
+			put_str(b, 6, str[i], strlen(str[i]));
+	}
+}
+
+/* Appends a ValueType field. */
+static void
+hand_value_type(struct buf *b, uint32_t num, uint64_t type, uint64_t unit)
+{
+	struct buf	vt = { NULL, 0, 0 };
+
+	put_int(&vt, 1, type);
+	put_int(&vt, 2, unit);
+	put_msg(b, num, &vt);
+}
+
+/* Appends the mapping, locations and functions. */
+static void
+hand_objects(struct buf *b, enum hand_case c)
+{
+	struct buf	m = { NULL, 0, 0 }, l = { NULL, 0, 0 };
+	struct buf	ln = { NULL, 0, 0 }, f = { NULL, 0, 0 };
+	uint64_t	lid[2] = { 1, 2 };
+
+	put_int(&m, 1, 1);
+	put_int(&m, 5, c == H_MAPPING_STR ? 77 : 7);
+	if (c == H_BOOL_FIXED) {
+		put_tag(&m, 7, 1);
+		put(&m, "\1\0\0\0\0\0\0\0", 8);
+	}
+	put_msg(b, 3, &m);
+
+	if (c == H_LOC_ID0)
+		lid[1] = 0;
+	if (c == H_LOC_DUP)
+		lid[1] = 1;
+	if (c == H_SPARSE || c == H_SPARSE_DUP) {
+		lid[0] = c == H_SPARSE ? 1000 : 5000000;
+		lid[1] = 5000000;
+	}
+	put_int(&ln, 1, c == H_FUNCTION_REF ? 3 : 1);
+	put_int(&ln, 2, 10);
+	put_msg(&l, 4, &ln);
+	put_int(&l, 1, lid[0]);
+	put_int(&l, 2, c == H_MAPPING_REF || c == H_ORDER1 ||
+	    c == H_ORDER3 ? 4 : 1);
+	if (c == H_UNKNOWN) {
+		put_int(&l, 6, 1);
+		put(&l, "\x82\x00\x02zz", 5);
+	}
+	put_msg(b, 4, &l);
+	put_int(&l, 1, lid[1]);
+	if (c == H_WT_LINE)
+		put_int(&l, 4, 1);
+	else {
+		put_int(&ln, 1, 2);
+		put_msg(&l, 4, &ln);
+	}
+	put_msg(b, 4, &l);
+
+	put_int(&f, 1, 1);
+	put_int(&f, 2, 8);
+	put_int(&f, 4, c == H_FUNCTION_STR ? 10 : 7);
+	put_msg(b, 5, &f);
+	put_int(&f, 1, 2);
+	put_int(&f, 2, 9);
+	put_msg(b, 5, &f);
+}
+
+/* Appends the profile-wide scalar fields. */
+static void
+hand_scalars(struct buf *b, enum hand_case c)
+{
+	if (c == H_WT_TIME) {
+		put_tag(b, 9, 1);
+		put(b, "\1\2\3\4\5\6\7\0", 8);
+	} else if (c == H_VARINT10) {
+		put_tag(b, 9, 0);
+		put(b, "\x81\x80\x80\x80\x80\x80\x80\x80\x80\x00", 10);
+	} else if (c == H_VARINT11) {
+		put_tag(b, 9, 0);
+		put(b, "\x81\x80\x80\x80\x80\x80\x80\x80\x80\x80\x00", 11);
+	} else if (c == H_TAG5) {
+		put(b, "\xc8\x80\x80\x80\x00", 5);
+		put_varint(b, 1234567);
+	} else if (c == H_TAG6) {
+		put(b, "\xc8\x80\x80\x80\x80\x00", 6);
+		put_varint(b, 1234567);
+	} else
+		put_int(b, 9, 1795307233638768938ULL);
+	put_int(b, 10, 1000000000);
+	if (c == H_PERIOD_TWICE_OK || c == H_PERIOD_TWICE_BAD)
+		hand_value_type(b, 11, c == H_PERIOD_TWICE_OK ? 3 : 33, 4);
+	hand_value_type(b, 11, c == H_PERIOD_INDEX ||
+	    c == H_PERIOD_TWICE_BAD ? 33 : 3, 4);
+	put_int(b, 12, 10000000);
+	put_int(b, 7, c == H_DROP_INDEX ? 10 : 0);
+	put_int(b, 13, 1);
+	put_int(b, 13, c == H_COMMENT_INDEX ? 10 : 2);
+	if (c == H_UNKNOWN) {
+		put(b, "\x80\x00\x05", 3);	/* field 0, overlong key */
+		put_tag(b, 99, 1);
+		put(b, "12345678", 8);
+		put_tag(b, 100, 5);
+		put(b, "1234", 4);
+		put_str(b, 1000000, "unknown", 7);
+		put_int(b, 536870911, 1);
+	}
+	if (c == H_GROUP)
+		put_tag(b, 20, 3);
+	if (c == H_WT6)
+		put_tag(b, 20, 6);
+	if (c == H_FIELD0)
+		put_int(b, 0, 1);
+	if (c == H_LEN5) {
+		put_tag(b, 20, 2);
+		put(b, "\x81\x80\x80\x80\x00x", 6);
+	}
+	if (c == H_LEN5_HIGH) {
+		put_tag(b, 20, 2);
+		put(b, "\x80\x80\x80\x80\x10", 5);
+	}
+	if (c == H_LEN6) {
+		put_tag(b, 20, 2);
+		put(b, "\x81\x80\x80\x80\x80\x00", 6);
+	}
+}
+
+/* Encodes the hand-made profile for case c. */
+static void
+hand_encode(struct buf *b, enum hand_case c)
+{
+	memset(b, 0, sizeof *b);
+	if (c == H_REVERSED) {
+		hand_strings(b, c, 0, 10);
+		hand_scalars(b, c);
+		hand_objects(b, c);
+		hand_sample(b, c, 1);
+		hand_sample(b, c, 0);
+		hand_value_type(b, 1, 1, 2);
+		hand_value_type(b, 1, 3, 4);
+		return;
+	}
+	if (c == H_WT_SAMPLE_TYPE)
+		put_int(b, 1, 1);
+	else if (c != H_NO_TYPES) {
+		hand_value_type(b, 1, 1, 2);
+		hand_value_type(b, 1, c == H_STR_NUL ? 3 : 3,
+		    c == H_ST_INDEX ? 10 : 4);
+	}
+	if (c == H_INTERLEAVED) {
+		hand_strings(b, c, 0, 4);
+		hand_sample(b, c, 0);
+		hand_objects(b, c);
+		hand_strings(b, c, 4, 7);
+		hand_sample(b, c, 1);
+		hand_strings(b, c, 7, 10);
+		hand_scalars(b, c);
+		return;
+	}
+	hand_sample(b, c, 0);
+	hand_sample(b, c, 1);
+	hand_objects(b, c);
+	hand_strings(b, c, 0, 10);
+	hand_scalars(b, c);
+	if (c == H_LEN_PAST) {
+		put_tag(b, 6, 2);
+		put_varint(b, 50);
+		put(b, "short", 5);
+	}
+	if (c == H_ORDER3)
+		put_tag(b, 20, 7);
+}
+
+/* What a hand-made case must give: verdict and start of the cause. */
+struct hand_want {
+	enum hand_case	 c;
+	const char	*name;
+	int		 code;
+	const char	*cause;	/* prefix; a summary's types if accepted */
+};
+
+static const struct hand_want hand_wants[] = {
+	{ H_BASE, "base", 0, "samples/count,cpu/nanoseconds" },
+	{ H_UNPACKED, "unpacked repeated", 0,
+	    "samples/count,cpu/nanoseconds" },
+	{ H_MIXED, "packed and unpacked mixed", 0,
+	    "samples/count,cpu/nanoseconds" },
+	{ H_REVERSED, "fields in reverse order", 0,
+	    "samples/count,cpu/nanoseconds" },
+	{ H_INTERLEAVED, "fields interleaved", 0,
+	    "samples/count,cpu/nanoseconds" },
+	{ H_UNKNOWN, "unknown fields and field 0", 0,
+	    "samples/count,cpu/nanoseconds" },
+	{ H_GROUP, "wire type 3", PPROF_EINVAL, "not a pprof profile" },
+	{ H_WT6, "wire type 6", PPROF_EINVAL, "not a pprof profile" },
+	{ H_FIELD0, "key byte of field 0", PPROF_EINVAL,
+	    "not a pprof profile" },
+	{ H_WT_TIME, "time_nanos as fixed64", PPROF_EINVAL,
+	    "not a pprof profile" },
+	{ H_WT_SAMPLE_TYPE, "sample_type as varint", PPROF_EINVAL,
+	    "not a pprof profile" },
+	{ H_WT_LOCID, "location_id as fixed32", PPROF_EINVAL,
+	    "not a pprof profile" },
+	{ H_WT_STRING, "string as varint", PPROF_EINVAL,
+	    "not a pprof profile" },
+	{ H_WT_LABEL, "label key as fixed64", PPROF_EINVAL,
+	    "not a pprof profile" },
+	{ H_WT_LINE, "line as varint", PPROF_EINVAL, "not a pprof profile" },
+	{ H_BOOL_FIXED, "bool as fixed64 (protobuf-c takes it)", 0,
+	    "samples/count,cpu/nanoseconds" },
+	{ H_VARINT10, "10-byte varint", 0, "samples/count,cpu/nanoseconds" },
+	{ H_VARINT11, "11-byte varint", PPROF_EINVAL, "not a pprof profile" },
+	{ H_TAG5, "5-byte tag", 0, "samples/count,cpu/nanoseconds" },
+	{ H_TAG6, "6-byte tag", PPROF_EINVAL, "not a pprof profile" },
+	{ H_LEN6, "6-byte length", PPROF_EINVAL, "not a pprof profile" },
+	{ H_LEN5, "5-byte length of 1", 0, "samples/count,cpu/nanoseconds" },
+	{ H_LEN5_HIGH, "5-byte length of 2^32", PPROF_EINVAL,
+	    "not a pprof profile" },
+	{ H_LEN_PAST, "length past the end", PPROF_EINVAL,
+	    "not a pprof profile" },
+	{ H_PACKED_OPEN, "packed varint cut off", PPROF_EINVAL,
+	    "not a pprof profile" },
+	{ H_PERIOD_TWICE_OK, "period_type twice, last good", 0,
+	    "samples/count,cpu/nanoseconds" },
+	{ H_PERIOD_TWICE_BAD, "period_type twice, last bad", PPROF_EINVAL,
+	    "period type: type string index 33" },
+	{ H_STR0_NUL, "string 0 with a NUL first", 0,
+	    "samples/count,cpu/nanoseconds" },
+	{ H_STR_NUL, "NUL inside a type string", 0,
+	    "samples/count,cp/nanoseconds" },
+	{ H_NO_STRINGS, "no strings", PPROF_EINVAL, "string table is empty" },
+	{ H_STR0, "string 0 not empty", PPROF_EINVAL,
+	    "string table entry 0 is not empty" },
+	{ H_ST_INDEX, "sample type unit", PPROF_EINVAL,
+	    "sample type 1: unit string index 10 out of range (10 strings)" },
+	{ H_PERIOD_INDEX, "period type", PPROF_EINVAL,
+	    "period type: type string index 33" },
+	{ H_DROP_INDEX, "drop_frames", PPROF_EINVAL,
+	    "drop_frames: string index 10" },
+	{ H_COMMENT_INDEX, "comment", PPROF_EINVAL,
+	    "comment 1: string index 10" },
+	{ H_NO_TYPES, "no sample types", PPROF_EINVAL,
+	    "2 samples but no sample types" },
+	{ H_MAPPING_STR, "mapping filename", PPROF_EINVAL,
+	    "mapping 1: filename string index 77" },
+	{ H_FUNCTION_STR, "function filename", PPROF_EINVAL,
+	    "function 1: filename string index 10" },
+	{ H_LOC_ID0, "location id 0", PPROF_EINVAL,
+	    "location at index 1 has id 0" },
+	{ H_LOC_DUP, "duplicate location id", PPROF_EINVAL,
+	    "location 1: duplicate id" },
+	{ H_SPARSE, "sparse location ids", 0,
+	    "samples/count,cpu/nanoseconds" },
+	{ H_SPARSE_DUP, "sparse duplicate ids", PPROF_EINVAL,
+	    "location 5000000: duplicate id" },
+	{ H_MAPPING_REF, "unknown mapping", PPROF_EINVAL,
+	    "location 1: mapping id 4 not found" },
+	{ H_FUNCTION_REF, "unknown function", PPROF_EINVAL,
+	    "location 1: line 0: function id 3 not found" },
+	{ H_SAMPLE_LOC, "unknown sample location", PPROF_EINVAL,
+	    "sample 0: location id 9 not found" },
+	{ H_VALUES, "value count", PPROF_EINVAL,
+	    "sample 0: 1 values for 2 sample types" },
+	{ H_LABEL_STR, "label key", PPROF_EINVAL,
+	    "sample 0: label 0: key string index 99" },
+	{ H_ORDER1, "location error before sample error", PPROF_EINVAL,
+	    "location 1: mapping id 4 not found" },
+	{ H_ORDER2, "sample 0 before sample 1", PPROF_EINVAL,
+	    "sample 0: location id 9 not found" },
+	{ H_ORDER3, "wire error after a reference error", PPROF_EINVAL,
+	    "not a pprof profile" },
+};
+
+/* The hand-made wire cases: expected verdicts and agreement. */
+static void
+test_hand(void)
+{
+	const struct hand_want	*w;
+	struct pprof_summary	 sum;
+	struct buf		 b;
+	char			*d, *cause;
+	size_t			 i;
+	int			 code, good;
+
+	for (i = 0; i < sizeof hand_wants / sizeof hand_wants[0]; i++) {
+		w = &hand_wants[i];
+		hand_encode(&b, w->c);
+		d = both(b.p, b.len, MAX_INFLATED, &code, &cause, &sum);
+		if (w->code == 0)
+			good = code == 0 && sum.samples == 2 &&
+			    strcmp(sum.sample_types, w->cause) == 0;
+		else
+			good = code == w->code && cause != NULL &&
+			    strncmp(cause, w->cause, strlen(w->cause)) == 0;
+		ok(good && d == NULL, "hand: %s: %s%s%s", w->name,
+		    code == 0 ? sum.sample_types : cause, d ? "; " : "",
+		    d ? d : "");
+		free(d);
+		free(cause);
+		pprof_summary_free(&sum);
+		free(b.p);
+	}
+}
+
+/* A seeded xorshift64* generator. */
+static uint64_t
+rnd(uint64_t *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return *state * 2685821657736338717ULL;
+}
+
+/* A random number below n (n > 0). */
+static size_t
+rnd_below(uint64_t *state, size_t n)
+{
+	return (size_t)(rnd(state) % n);
+}
+
+/* Offsets of the top-level fields of a valid raw profile. */
+static size_t
+top_fields(const uint8_t *p, size_t len, size_t *off, size_t max)
+{
+	size_t		 pos = 0, n = 0, i;
+	uint64_t	 key, v;
+	unsigned	 shift;
+
+	while (pos < len && n < max) {
+		off[n++] = pos;
+		for (key = 0, shift = 0; pos < len; shift += 7) {
+			key |= (uint64_t)(p[pos] & 0x7f) << shift;
+			if ((p[pos++] & 0x80) == 0)
+				break;
+		}
+		for (v = 0, shift = 0, i = 0; pos < len && (key & 7) != 1 &&
+		    (key & 7) != 5; shift += 7, i++) {
+			v |= (uint64_t)(p[pos] & 0x7f) << shift;
+			if ((p[pos++] & 0x80) == 0)
+				break;
+		}
+		if ((key & 7) == 2)
+			pos += v;
+		else if ((key & 7) == 1)
+			pos += 8;
+		else if ((key & 7) == 5)
+			pos += 4;
+	}
+	off[n] = len;
+	return n;
+}
+
+/* Inserts n bytes at pos of b. */
+static void
+insert(struct buf *b, size_t pos, const uint8_t *p, size_t n)
+{
+	put(b, p, n);
+	memmove(b->p + pos + n, b->p + pos, b->len - n - pos);
+	memmove(b->p + pos, p, n);
+}
+
+/* Applies one random mutation to b; orig's top-level fields are off[]. */
+static void
+mutate(struct buf *b, uint64_t *st, const uint8_t *orig, const size_t *off,
+    size_t nf)
+{
+	uint8_t		junk[16];
+	size_t		pos, n, i, k;
+	struct buf	t = { NULL, 0, 0 };
+
+	pos = b->len != 0 ? rnd_below(st, b->len) : 0;
+	switch (rnd_below(st, 11)) {
+	case 0:		/* a random byte */
+		if (b->len != 0)
+			b->p[pos] = (uint8_t)rnd(st);
+		break;
+	case 1:		/* a flipped bit */
+		if (b->len != 0)
+			b->p[pos] ^= (uint8_t)(1 << rnd_below(st, 8));
+		break;
+	case 2:		/* truncated */
+		b->len = pos;
+		break;
+	case 3:		/* varint junk inserted */
+		n = 1 + rnd_below(st, 12);
+		for (i = 0; i < n; i++)
+			junk[i] = (uint8_t)(rnd(st) | (i + 1 < n ? 0x80 : 0));
+		insert(b, pos, junk, n);
+		break;
+	case 4:		/* a top-level field duplicated somewhere */
+	case 5:
+		if (nf == 0)
+			break;
+		k = rnd_below(st, nf);
+		i = off[rnd_below(st, nf + 1)];
+		if (i <= b->len)
+			insert(b, i, orig + off[k], off[k + 1] - off[k]);
+		break;
+	case 6:		/* a top-level field removed */
+		if (nf == 0)
+			break;
+		k = rnd_below(st, nf);
+		if (off[k + 1] <= b->len) {
+			memmove(b->p + off[k], b->p + off[k + 1],
+			    b->len - off[k + 1]);
+			b->len -= off[k + 1] - off[k];
+		}
+		break;
+	case 7:		/* a random small field at a top-level boundary */
+		put_tag(&t, (uint32_t)rnd_below(st, 17),
+		    (unsigned)rnd_below(st, 8));
+		n = rnd_below(st, 4);
+		for (i = 0; i < n; i++)
+			put_varint(&t, rnd_below(st, 300));
+		i = nf != 0 ? off[rnd_below(st, nf + 1)] : 0;
+		if (i <= b->len)
+			insert(b, i, t.p, t.len);
+		free(t.p);
+		break;
+	case 8:		/* a byte range removed */
+		n = 1 + rnd_below(st, 8);
+		if (pos + n <= b->len) {
+			memmove(b->p + pos, b->p + pos + n, b->len - pos - n);
+			b->len -= n;
+		}
+		break;
+	case 9:		/* a byte nudged: indices and ids change */
+		if (b->len != 0)
+			b->p[pos] += rnd_below(st, 2) ? 1 : 0xff;
+		break;
+	default:	/* a small value dropped in */
+		if (b->len != 0)
+			b->p[pos] = (uint8_t)rnd_below(st, 12);
+		break;
+	}
+}
+
+/* Mutates the raw form of a corpus file rounds times; both must agree. */
+static void
+test_mutations(const char *corpus, const char *file, int rounds,
+    uint64_t seed)
+{
+	char		 path[4096], *d, *cause, *first = NULL;
+	uint8_t		*body, *raw;
+	size_t		 len, rawlen, *off, nf;
+	struct buf	 b = { NULL, 0, 0 };
+	uint64_t	 st = seed;
+	int		 r, m, code, bad = 0, accepted = 0, decode = 0;
+
+	snprintf(path, sizeof path, "%s/%s", corpus, file);
+	if ((body = read_file(path, &len)) == NULL ||
+	    pprof_inflate(body, len, MAX_INFLATED, &raw, &rawlen,
+	    &cause) != 0) {
+		ok(0, "mutations: cannot read %s", file);
+		free(body);
+		return;
+	}
+	free(body);
+	off = malloc((rawlen + 1) * sizeof *off);
+	nf = top_fields(raw, rawlen, off, rawlen);
+	for (r = 0; r < rounds; r++) {
+		b.len = 0;
+		put(&b, raw, rawlen);
+		for (m = 1 + (int)rnd_below(&st, 3); m > 0; m--)
+			mutate(&b, &st, raw, off, nf);
+		d = both(b.p, b.len, MAX_INFLATED, &code, &cause, NULL);
+		if (d != NULL) {
+			if (bad++ == 0)
+				first = d;
+			else
+				free(d);
+		}
+		accepted += code == 0;
+		decode += code != 0 && cause != NULL &&
+		    strncmp(cause, "not a pprof", 11) == 0;
+		free(cause);
+	}
+	ok(bad == 0, "mutations of %s: %d rounds, %d accepted, %d refused "
+	    "at the wire, %d refused by validation, %d disagreements%s%s",
+	    file, rounds, accepted, decode, rounds - accepted - decode, bad,
+	    first ? ": " : "", first ? first : "");
+	free(first);
+	free(b.p);
+	free(off);
+	free(raw);
+}
+
+/*
+ * CPU time of this thread in seconds: the machine is shared, and wall time
+ * would count the other processes' turns.
+ */
+static double
+now(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Orders doubles. */
+static int
+dbl_cmp(const void *a, const void *b)
+{
+	double	x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median of n times. */
+static double
+median(double *t, size_t n)
+{
+	qsort(t, n, sizeof *t, dbl_cmp);
+	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+/*
+ * Median time of one check of body: mode 0 the scanner path, 1 the old
+ * path, 2 the inflate alone.
+ */
+static double
+time_check(const uint8_t *body, size_t len, int mode, int runs)
+{
+	struct pprof_summary	 sum;
+	double			*t, t0, med;
+	uint8_t			*raw;
+	size_t			 rawlen;
+	int			 i;
+
+	t = calloc((size_t)runs, sizeof *t);
+	for (i = 0; i < runs; i++) {
+		t0 = now();
+		if (mode == 0)
+			(void)pprof_check(body, len, MAX_INFLATED, &sum, NULL);
+		else if (mode == 1)
+			(void)slow_check(body, len, MAX_INFLATED, &sum, NULL);
+		else {
+			(void)pprof_inflate(body, len, MAX_INFLATED, &raw,
+			    &rawlen, NULL);
+			free(raw);
+			memset(&sum, 0, sizeof sum);
+		}
+		t[i] = now() - t0;
+		pprof_summary_free(&sum);
+	}
+	med = median(t, (size_t)runs);
+	free(t);
+	return med;
+}
+
+/* Prints the check times of one set of files (medians, microseconds). */
+static void
+bench(const char *corpus, const char *label, const char *prefix, int from,
+    int to, int runs)
+{
+	char	 name[256], path[4096];
+	uint8_t	*body;
+	size_t	 len, bytes = 0;
+	double	 fast[100], slow[100], infl[100], f, s, z;
+	int	 i, n = 0;
+
+	for (i = from; i <= to && n < 100; i++) {
+		snprintf(name, sizeof name, "%s_%02d.pb.gz", prefix, i);
+		snprintf(path, sizeof path, "%s/%s", corpus, name);
+		if ((body = read_file(path, &len)) == NULL)
+			continue;
+		bytes += len;
+		fast[n] = time_check(body, len, 0, runs);
+		slow[n] = time_check(body, len, 1, runs);
+		infl[n] = time_check(body, len, 2, runs);
+		n++;
+		free(body);
+	}
+	if (n == 0) {
+		ok(0, "bench: no files for %s", label);
+		return;
+	}
+	f = median(fast, (size_t)n) * 1e6;
+	s = median(slow, (size_t)n) * 1e6;
+	z = median(infl, (size_t)n) * 1e6;
+	printf("# bench %s (%d files, %zu bytes gzipped each on average, "
+	    "median of %d runs, CPU time): check %.1f us with protobuf-c, "
+	    "%.1f us with the scanner (%.2fx); gunzip alone %.1f us, so "
+	    "past gunzip %.1f us vs %.1f us (%.1fx); %.0f checks/s/core\n",
+	    label, n,
+	    bytes / (size_t)n, runs, s, f, s / f, z, s - z, f - z,
+	    (s - z) / (f - z > 0 ? f - z : 1e-9), 1e6 / f);
+	ok(1, "bench %s measured", label);
+}
+
+int
+main(void)
+{
+	const char	*corpus = getenv("PROFD_CORPUS");
+
+	test_hand();
+	if (corpus == NULL || *corpus == '\0') {
+		ok(0, "PROFD_CORPUS is not set");
+		return tap_done();
+	}
+	test_corpus(corpus);
+	test_mutations(corpus, "bad/minimal_handmade_valid.pb.gz", 3000, 1);
+	test_mutations(corpus, "go/cpuburn/mutex_A_01.pb.gz", 2000, 2);
+	test_mutations(corpus, "go/goroutines/goroutine_A_01.pb.gz", 600, 3);
+	test_mutations(corpus, "go/contention/block_A_02.pb.gz", 1500, 4);
+	test_mutations(corpus, "bench/pool/cpu_A_01.pb.gz", 600, 5);
+	bench(corpus, "bench/pool/cpu_A", "bench/pool/cpu_A", 1,
+	    50, 15);
+	bench(corpus, "bench/pool/cpu_B", "bench/pool/cpu_B", 1,
+	    50, 15);
+	bench(corpus, "go/allocheavy/cpu_B_03",
+	    "go/allocheavy/cpu_B", 3, 3, 301);
+	return tap_done();
+}
