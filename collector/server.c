@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,7 +288,7 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	socklen_t sslen = sizeof ss;
 	struct timeval tv = { 0, 250000 };
 	char *host = NULL;
-	int port = 0;
+	int port = 0, one;
 
 	memset(srv, 0, sizeof *srv);
 	srv->cfg = cfg;
@@ -336,6 +337,12 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 		free(host);
 		return -1;
 	}
+	/* Replies go out as headers then body: without TCP_NODELAY the body
+	 * waits for the client's delayed ACK (40 ms). Accepted sockets
+	 * inherit the option from the listener on Linux. */
+	one = 1;
+	setsockopt(evhttp_bound_socket_get_fd(srv->sock), IPPROTO_TCP,
+	    TCP_NODELAY, &one, sizeof one);
 	if (getsockname(evhttp_bound_socket_get_fd(srv->sock),
 	    (struct sockaddr *)&ss, &sslen) == 0)
 		srv->port = ntohs(ss.ss_family == AF_INET6 ?
