@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "common/xmalloc.h"
@@ -75,8 +76,8 @@ pprof_is_gzip(const uint8_t *buf, size_t len)
 }
 
 /* Inflates gzip members into a buffer capped at max bytes; raw is copied. */
-int
-pprof_inflate(const uint8_t *in, size_t len, size_t max, uint8_t **out,
+static int
+pprof_inflate_zlib(const uint8_t *in, size_t len, size_t max, uint8_t **out,
     size_t *outlen, char **cause)
 {
 	z_stream	 zs;
@@ -192,6 +193,87 @@ fail:
 	inflateEnd(&zs);
 	free(buf);
 	return ret;
+}
+
+/*
+ * The fast path: libdeflate inflates each gzip member in one call, about
+ * twice as fast as zlib, into a buffer sized from the gzip length trailer
+ * and grown (the member retried) when too small. Returns 0, PPROF_ETOOBIG,
+ * or 1 when the input is not plain valid gzip: then zlib's path runs, to
+ * give its exact reason.
+ */
+static int
+pprof_inflate_fast(const uint8_t *in, size_t len, size_t max, uint8_t **out,
+    size_t *outlen, char **cause)
+{
+	struct libdeflate_decompressor *d;
+	enum libdeflate_result r;
+	uint8_t *buf;
+	size_t limit = max < SIZE_MAX ? max + 1 : max, cap, pos = 0;
+	size_t produced = 0, used, made;
+	uint32_t isize;
+
+	if (len < 18)
+		return 1;
+	isize = (uint32_t)in[len - 4] | (uint32_t)in[len - 3] << 8 |
+	    (uint32_t)in[len - 2] << 16 | (uint32_t)in[len - 1] << 24;
+	cap = isize < limit ? isize : limit;
+	if (cap < PPROF_INFLATE_MIN)
+		cap = PPROF_INFLATE_MIN < limit ? PPROF_INFLATE_MIN : limit;
+	if ((d = libdeflate_alloc_decompressor()) == NULL)
+		return 1;
+	buf = xmalloc(cap);
+	while (pos < len) {
+		if (!pprof_is_gzip(in + pos, len - pos))
+			goto fallback;	/* trailing data: zlib says how much */
+		r = libdeflate_gzip_decompress_ex(d, in + pos, len - pos,
+		    buf + produced, cap - produced, &used, &made);
+		if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
+			if (cap >= limit) {
+				libdeflate_free_decompressor(d);
+				free(buf);
+				xcause(cause, "inflated profile exceeds %zu bytes",
+				    max);
+				return PPROF_ETOOBIG;
+			}
+			cap = cap > limit / 2 ? limit : cap * 2;
+			buf = xreallocarray(buf, cap, 1);
+			continue;	/* the same member again */
+		}
+		if (r != LIBDEFLATE_SUCCESS)
+			goto fallback;
+		produced += made;
+		pos += used;
+		if (produced > max) {
+			libdeflate_free_decompressor(d);
+			free(buf);
+			xcause(cause, "inflated profile exceeds %zu bytes", max);
+			return PPROF_ETOOBIG;
+		}
+	}
+	libdeflate_free_decompressor(d);
+	*out = buf;
+	*outlen = produced;
+	return 0;
+fallback:
+	libdeflate_free_decompressor(d);
+	free(buf);
+	return 1;
+}
+
+/* Bounded gunzip: libdeflate for valid input, zlib to explain bad input. */
+int
+pprof_inflate(const uint8_t *in, size_t len, size_t max, uint8_t **out,
+    size_t *outlen, char **cause)
+{
+	int rc;
+
+	*out = NULL;
+	*outlen = 0;
+	if (len > 0 && pprof_is_gzip(in, len) &&
+	    (rc = pprof_inflate_fast(in, len, max, out, outlen, cause)) != 1)
+		return rc;
+	return pprof_inflate_zlib(in, len, max, out, outlen, cause);
 }
 
 /* Reads word i of a legacy header with the given size and byte order. */
