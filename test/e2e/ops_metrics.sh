@@ -100,20 +100,26 @@ profd_start --workers 1 --max-queue 1 --max-inflated 512M --retention 0 ||
 # One worker, room for one waiting job. Each gzip bomb keeps the worker
 # busy inflating 256 MiB (then it is refused as not a profile); while one
 # runs and the next waits, the queue is full.
-bpids=
-for i in 1 2 3 4; do
-	curl -s -o /dev/null --data-binary "@$BOMB" "$PROFD_URL/api/0/profiles?service=busy&type=cpu" &
-	bpids="$bpids $!"
-done
+# poll URL [CURL ARGS]: records status codes while bombs are in flight.
+poll() { while running; do code "$@"; echo; done >> "$T_TMP/poll.$BASHPID"; }
 running() { local p; for p in $bpids; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
 saw503= sawbusy=
-for i in $(seq 1 500); do
-	[ "$(code "$PROFD_URL/healthz")" = 503 ] && saw503=1
-	[ -z "$sawbusy" ] && [ "$(code --data-binary "@$P/cpu_A_02.pb.gz" "$PROFD_URL/api/0/profiles?service=b2&type=cpu")" = 503 ] && sawbusy=1
-	[ -n "$saw503" ] && [ -n "$sawbusy" ] && break
-	running || break
+for attempt in 1 2 3; do
+	rm -f "$T_TMP"/poll.*
+	bpids=
+	for i in 1 2 3 4; do
+		curl -s -o /dev/null --data-binary "@$BOMB" "$PROFD_URL/api/0/profiles?service=busy&type=cpu" &
+		bpids="$bpids $!"
+	done
+	poll "$PROFD_URL/healthz" & p1=$!
+	poll "$PROFD_URL/healthz" & p2=$!
+	poll --data-binary "@$P/cpu_A_02.pb.gz" "$PROFD_URL/api/0/profiles?service=b2&type=cpu" & p3=$!
+	wait $bpids $p1 $p2 $p3
+	grep -qx 503 "$T_TMP/poll.$p1" "$T_TMP/poll.$p2" && saw503=1
+	grep -qx 503 "$T_TMP/poll.$p3" && sawbusy=1
+	[ -n "$saw503" ] && break
+	diag "attempt $attempt: no 503 from /healthz: $(cat "$T_TMP"/poll.* | sort | uniq -c | tr '\n' ' ')"
 done
-wait $bpids
 is "$saw503" 1 "/healthz answers 503 while the pool cannot take a job"
 is "$(curl -s "$PROFD_URL/healthz")" "ok" "/healthz is ok again afterwards"
 scrape
