@@ -66,7 +66,7 @@ upload_free(void *arg)
 	free(up);
 }
 
-/* Worker: checks the profile, then stores it durably. */
+/* Worker: checks the profile and fills in its META. */
 static void
 upload_work(struct httpjob *job)
 {
@@ -100,6 +100,18 @@ upload_work(struct httpjob *job)
 	    xstrdup("");
 	sum.sample_types = NULL;
 	pprof_summary_free(&sum);
+}
+
+/* I/O pool: writes blob and row durably, then answers with the META. */
+static void
+upload_io(struct httpjob *job)
+{
+	struct upload *up = job->arg;
+	struct profile_meta *m = &up->meta;
+	size_t len = evbuffer_get_length(up->body);
+	uint8_t *data = evbuffer_pullup(up->body, -1);
+	char *cause = NULL;
+
 	if (store_put(job->srv->store, m, data, len, &cause) != 0) {
 		log_error("%s: %s", __func__, cause);
 		httpjob_error(job, 500, "storage error: %s", cause);
@@ -196,6 +208,7 @@ api_upload(struct server *srv, struct evhttp_request *req,
 {
 	struct upload *up = xcalloc(1, sizeof *up);
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	struct httpjob *job;
 	char *cause = NULL;
 
 	if (upload_params(srv, p, up, &cause) < 0) {
@@ -211,7 +224,9 @@ api_upload(struct server *srv, struct evhttp_request *req,
 	}
 	up->body = evbuffer_new();
 	evbuffer_add_buffer(up->body, in);	/* moves, no copy */
-	httpjob_submit(httpjob_new(srv, req, upload_work, up, upload_free));
+	job = httpjob_new(srv, req, upload_work, up, upload_free);
+	job->io = upload_io;
+	httpjob_submit(job);
 }
 
 /* Frees list arguments. */

@@ -36,6 +36,8 @@ static const struct config_option config_options[] = {
 	    1, 0, NULL },
 	{ "workers", CONFIG_INT, OFF(workers), 1, 256,
 	    "worker threads (default: number of cores)" },
+	{ "io-threads", CONFIG_INT, OFF(io_threads), 1, 1024,
+	    "threads that wait on durable writes (default 32)" },
 	{ "max-queue", CONFIG_INT, OFF(max_queue), 1, 1000000,
 	    "jobs waiting for a worker before 503 (default 1024)" },
 	{ "max-body", CONFIG_SIZE, OFF(max_body), 0, 0,
@@ -74,6 +76,7 @@ config_defaults(struct config *c)
 	c->retention_interval_ns = INT64_C(60) * 1000000000;
 	c->workers = cores > 0 ? cores : 2;
 	c->max_queue = 1024;
+	c->io_threads = 32;
 	c->max_body = 32 * 1024 * 1024;
 	c->max_inflated = 256 * 1024 * 1024;
 	c->max_labels = 64;

@@ -16,6 +16,7 @@ struct config {
 	int64_t		 retention_interval_ns;	/* between sweeps */
 	int64_t		 workers;
 	int64_t		 max_queue;
+	int64_t		 io_threads;
 	uint64_t	 max_body;
 	uint64_t	 max_inflated;
 	int64_t		 max_labels;

@@ -23,11 +23,18 @@ httpjob_work_cb(struct pool_job *pj)
 {
 	struct httpjob *job = (struct httpjob *)pj;
 
-	if (job->cancelled) {
+	if (job->io_pending) {
+		job->io_pending = 0;
+		job->io(job);
+		return;
+	}
+	if (__atomic_load_n(&job->cancelled, __ATOMIC_RELAXED)) {
 		httpjob_error(job, 499, "client went away");
 		return;
 	}
 	job->work(job);
+	if (job->io != NULL && job->error == NULL && job->json == NULL)
+		job->io_pending = 1;
 }
 
 /* Frees the job and its result. */
@@ -51,6 +58,11 @@ httpjob_done_cb(struct pool_job *pj)
 	struct httpjob *job = (struct httpjob *)pj;
 	struct server *srv = job->srv;
 
+	if (job->io_pending) {
+		/* the CPU phase is done: queue the I/O phase */
+		pool_submit_force(srv->io_pool, &job->pj);
+		return;
+	}
 	if (job->watched)
 		TAILQ_REMOVE(&srv->watched, job, watch_entry);
 	if (job->error != NULL)
@@ -139,7 +151,7 @@ httpjob_check_watched(struct server *srv)
 	TAILQ_FOREACH(job, &srv->watched, watch_entry) {
 		if (!job->cancelled && httpjob_client_gone(job->req)) {
 			log_info("%s: client went away, cancelling", __func__);
-			job->cancelled = 1;
+			__atomic_store_n(&job->cancelled, 1, __ATOMIC_RELAXED);
 		}
 	}
 }

@@ -2,7 +2,10 @@
  * A job tied to an HTTP request. The loop thread parses the request and
  * submits an httpjob; a worker runs its work() and fills in the result
  * (an error, a JSON body or raw bytes); back on the loop the reply is sent
- * and the job freed. If the client went away meanwhile, libevent has
+ * and the job freed. A job may have a second phase, io(), which the loop
+ * then queues on the I/O pool: threads there may block on fsync, so many
+ * uploads can wait for one group commit while the CPU workers go on
+ * validating. If the client went away meanwhile, libevent has
  * detached the request but not freed it, and sending the reply frees it.
  * Long jobs can ask to be watched: the loop then checks the client's socket
  * and sets `cancelled` when it is closed.
@@ -26,6 +29,9 @@ struct httpjob {
 	struct server		 *srv;
 	struct evhttp_request	 *req;
 	void			(*work)(struct httpjob *);
+	/* Optional second phase on the I/O pool (blocking disk writes). */
+	void			(*io)(struct httpjob *);
+	int			  io_pending;
 	void			 *arg;
 	void			(*arg_free)(void *);
 	volatile int		  cancelled;	/* the client went away */

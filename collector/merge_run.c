@@ -155,7 +155,7 @@ merge_run_share_loop(struct merge_run_state *st, struct merge_run_share *sh)
 	size_t i;
 
 	while (!atomic_load(&st->stop)) {
-		if (st->cancel != NULL && *st->cancel) {
+		if (st->cancel != NULL && __atomic_load_n(st->cancel, __ATOMIC_RELAXED)) {
 			merge_run_fail(st, 499, xstrdup("merge cancelled"));
 			break;
 		}
@@ -263,7 +263,7 @@ merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 
 	merge_run_share_init(&sh);
 	/* Input 0 first, alone: it fixes the order of the sample types. */
-	if (cancel != NULL && *cancel)
+	if (cancel != NULL && __atomic_load_n(cancel, __ATOMIC_RELAXED))
 		merge_run_fail(st, 499, xstrdup("merge cancelled"));
 	else
 		merge_run_one(st, &sh, 0);

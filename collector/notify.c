@@ -68,10 +68,12 @@ notify_send(const char *fmt, ...)
 	va_end(ap);
 	n = sendto(notify_fd, msg, strlen(msg), MSG_NOSIGNAL,
 	    (struct sockaddr *)&notify_addr, notify_addrlen);
+	/* One log line: the first line of the message only. */
 	if (n == -1)
-		log_warn("%s: %.32s: %s", __func__, msg, strerror(errno));
+		log_warn("%s: %.*s: %s", __func__, (int)strcspn(msg, "\n"), msg,
+		    strerror(errno));
 	else
-		log_debug("%s: %s", __func__, msg);
+		log_debug("%s: %.*s", __func__, (int)strcspn(msg, "\n"), msg);
 	free(msg);
 	return n == -1 ? -1 : 0;
 }

@@ -12,6 +12,7 @@
 #include <event2/http.h>
 
 #include "collector/metrics.h"
+#include "collector/conns.h"
 #include "collector/reply.h"
 #include "collector/server.h"
 #include "common/log.h"
@@ -60,6 +61,7 @@ reply_send(struct server *srv, struct evhttp_request *req, int code,
 		srv->unsent++;
 		evhttp_request_set_on_complete_cb(req, reply_complete_cb, srv);
 	}
+	conns_request_done(srv, req);
 	if (srv->stopping)
 		evhttp_add_header(h, "Connection", "close");
 	if (code == 503)

@@ -24,6 +24,8 @@
 
 #include "collector/api.h"
 #include "collector/api_ops.h"
+#include "collector/auth.h"
+#include "collector/conns.h"
 #include "collector/httpjob.h"
 #include "collector/metrics.h"
 #include "collector/notify.h"
@@ -135,6 +137,53 @@ server_route(const char *path, enum evhttp_cmd_type method,
 	}
 }
 
+/* Checks the bearer token; answers 401/403 itself. Returns 0 if allowed. */
+static int
+server_authorize(struct server *srv, struct evhttp_request *req, int need)
+{
+	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "Authorization");
+	int rc = auth_check(srv->auth, h, need);
+
+	if (rc == 401) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "WWW-Authenticate", "Bearer realm=\"profd\"");
+		reply_error(srv, req, 401, h == NULL ? "missing bearer token "
+		    "(Authorization: Bearer TOKEN)" : "unknown bearer token");
+	} else if (rc == 403)
+		reply_error(srv, req, 403, "this token lacks the %s scope",
+		    need == AUTH_WRITE ? "write" : "read");
+	return rc;
+}
+
+/* Re-reads the auth file; keeps the old tokens if the new file is bad. */
+static void
+server_reload_auth(struct server *srv)
+{
+	struct auth *a;
+	char *cause = NULL;
+
+	if (srv->cfg->auth_file == NULL)
+		return;
+	if ((a = auth_load(srv->cfg->auth_file, &cause)) == NULL) {
+		log_error("SIGHUP: %s (keeping the old tokens)", cause);
+		free(cause);
+		return;
+	}
+	auth_free(srv->auth);
+	srv->auth = a;
+	log_info("SIGHUP: %d tokens loaded from %s", auth_count(a),
+	    srv->cfg->auth_file);
+}
+
+/* True if host is a loopback address or name. */
+static int
+server_is_loopback(const char *host)
+{
+	return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+	    strcmp(host, "localhost") == 0;
+}
+
 /* Every request enters here. */
 static void
 server_request_cb(struct evhttp_request *req, void *arg)
@@ -159,6 +208,7 @@ server_request_cb(struct evhttp_request *req, void *arg)
 	    d.name == METRICS_ROUTE_UPLOAD ?
 	    evbuffer_get_length(evhttp_request_get_input_buffer(req)) : 0);
 
+	conns_request_started(srv, req);
 	if (srv->stopping) {
 		reply_error(srv, req, 503, "shutting down");
 		goto out;
@@ -167,6 +217,10 @@ server_request_cb(struct evhttp_request *req, void *arg)
 		reply_error(srv, req, 400, "bad request path");
 		goto out;
 	}
+	if (srv->auth != NULL && strncmp(path, "/api/", 5) == 0 &&
+	    server_authorize(srv, req, evhttp_request_get_command(req) ==
+	    EVHTTP_REQ_POST ? AUTH_WRITE : AUTH_READ) != 0)
+		goto out;
 	if (d.fn == NULL && d.id == NULL) {
 		if (d.allow != NULL)
 			server_method_not_allowed(srv, req, d.allow);
@@ -195,7 +249,7 @@ static void
 server_drain_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
-	int inflight = pool_inflight(srv->pool);
+	int inflight = pool_inflight(srv->pool) + pool_inflight(srv->io_pool);
 
 	httpjob_check_watched(srv);
 	if ((inflight == 0 && srv->unsent <= 0) ||
@@ -217,6 +271,7 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 	if (sig == SIGHUP) {
 		log_info("SIGHUP: reopening log file");
 		log_reopen();
+		server_reload_auth(srv);
 		return;
 	}
 	if (srv->stopping) {
@@ -337,6 +392,15 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	TAILQ_INIT(&srv->watched);
 	if (server_split_addr(cfg->addr, &host, &port, cause) < 0)
 		return -1;
+	if (cfg->auth_file != NULL) {
+		if ((srv->auth = auth_load(cfg->auth_file, cause)) == NULL) {
+			free(host);
+			return -1;
+		}
+	} else if (!server_is_loopback(host))
+		log_warn("no --auth-file and %s is not a loopback address: "
+		    "anyone who can reach it can read and upload profiles",
+		    cfg->addr);
 	evthread_use_pthreads();
 	signal(SIGPIPE, SIG_IGN);
 	srv->base = event_base_new();
@@ -352,6 +416,7 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 		log_warn("store: %zu profiles have no blob file",
 		    rec.missing_blobs);
 	srv->pool = pool_new(srv->base, (int)cfg->workers, (int)cfg->max_queue);
+	srv->io_pool = pool_new(srv->base, (int)cfg->io_threads, INT32_MAX);
 	srv->http = evhttp_new(srv->base);
 	evhttp_set_max_body_size(srv->http, (ev_ssize_t)cfg->max_body);
 	evhttp_set_max_headers_size(srv->http, 64 * 1024);
@@ -360,6 +425,7 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	    EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
 	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
 	evhttp_set_gencb(srv->http, server_request_cb, srv);
+	conns_init(srv);
 	srv->sock = evhttp_bind_socket_with_handle(srv->http, host, port);
 	if (srv->sock == NULL) {
 		xcause(cause, "cannot listen on %s: %s", cfg->addr,
@@ -410,8 +476,12 @@ server_free(struct server *srv)
 	if (srv->pool != NULL)
 		pool_free(srv->pool);	/* runs last done()s: replies */
 	retention_free(srv->retention);
+	if (srv->io_pool != NULL)
+		pool_free(srv->io_pool);
 	if (srv->http != NULL)
 		evhttp_free(srv->http);
+	conns_free(srv);
+	auth_free(srv->auth);
 	if (srv->store != NULL)
 		store_close(srv->store);
 	if (srv->sig_term != NULL)

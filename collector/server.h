@@ -19,13 +19,16 @@ struct store;
 struct httpjob;
 struct metrics;
 struct retention;
+struct conns;
+struct auth;
 
 struct server {
 	struct config			*cfg;
 	struct event_base		*base;
 	struct evhttp			*http;
 	struct evhttp_bound_socket	*sock;
-	struct pool			*pool;
+	struct pool			*pool;		/* CPU work */
+	struct pool			*io_pool;	/* blocking writes */
 	struct store			*store;
 	struct event			*sig_term;
 	struct event			*sig_int;
@@ -41,6 +44,8 @@ struct server {
 	TAILQ_HEAD(, httpjob)		 watched;	/* jobs to cancel */
 	int				 port;		/* bound port */
 	char				*listen_name;	/* "host:port" bound */
+	struct conns			*conns;		/* open connections */
+	struct auth			*auth;		/* NULL: no tokens needed */
 };
 
 /* Sets everything up and binds; returns -1 with *cause on failure. */

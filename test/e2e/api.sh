@@ -195,8 +195,8 @@ is "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE service=
 kill -0 "$PROFD_PID" && ok "daemon still running" || not_ok "daemon still running"
 
 # --- restart keeps everything ----------------------------------------------
+profd_stop	# finishes uploads still in flight (the abandoned ones above)
 before=$(rows)
-profd_stop
 profd_start --workers 2 --retention 0 || not_ok "profd restarts"
 is "$(api "/api/0/profiles?service=corpus&$W&limit=100000" | jq '.body | length')" 425 "after restart the corpus is still listed"
 is "$(rows)" "$before" "rows unchanged by restart"

@@ -47,7 +47,7 @@ profd_start() {
 	PROFD_PID=$!
 	local i port=
 	for i in $(seq 1 200); do
-		port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$PROFD_LOG" | tail -n 1)
+		port=$(sed -n 's/.*listening on [^ ]*:\([0-9]*\) .*/\1/p' "$PROFD_LOG" | tail -n 1)
 		[ -n "$port" ] && break
 		kill -0 "$PROFD_PID" 2>/dev/null || break
 		sleep 0.05
@@ -90,9 +90,13 @@ api() {
 	printf '%s\n' "$BODY"
 }
 
-# upload FILE QUERY: POSTs FILE to /api/0/profiles?QUERY; prints the reply.
+# upload FILE QUERY [CURL ARGS...]: POSTs FILE to /api/0/profiles?QUERY;
+# prints the reply (and sets HTTP_CODE and BODY, as api does).
 upload() {
-	api "/api/0/profiles?$2" --data-binary "@$1" -H 'Content-Type: application/octet-stream'
+	local file=$1 query=$2
+	shift 2
+	api "/api/0/profiles?$query" --data-binary "@$file" \
+	    -H 'Content-Type: application/octet-stream' "$@"
 }
 
 _cleanup() {

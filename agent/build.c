@@ -1,0 +1,580 @@
+/*
+ * pprof profile builder, run on the agent thread at the end of a window.
+ *
+ * Each distinct pc becomes a Location (return addresses are moved back by
+ * one byte so they fall inside the call instruction, as pprof expects),
+ * attached to the /proc/self/maps mapping that contains it. The function
+ * name comes from the ELF .symtab/.dynsym of the mapped file, read by
+ * symtab.c; opened files are cached across windows, keyed by path, and the
+ * vDSO is read from memory. Only mappings that some location uses are
+ * written, the main executable first (pprof treats mapping 1 as the
+ * program). The result is packed with the protobuf-c code generated from
+ * proto/profile.proto and gzipped with zlib.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "profile.pb-c.h"
+
+#include "agent/build.h"
+#include "agent/maps.h"
+#include "agent/symtab.h"
+#include "common/xmalloc.h"
+
+/* One opened ELF file (or a failed attempt, st == NULL). */
+struct build_file {
+	char		*path;
+	struct symtab	*st;
+};
+
+struct build {
+	struct build_file	*files;
+	size_t			 nfiles;
+	char			*maps_path;
+	struct maps		 maps;		/* cached for build_fix_leaf */
+	struct timespec		 maps_when;
+};
+
+/* u64 -> u32 open-addressing map (value + 1 stored, 0 is empty). */
+struct build_map {
+	uint64_t	*keys;
+	uint32_t	*vals;
+	size_t		 size;
+	size_t		 n;
+};
+
+/* Interned strings; the pointers are not owned. */
+struct build_strings {
+	const char		**v;
+	size_t			  n, cap;
+	uint32_t		 *index;
+	size_t			  index_size;
+};
+
+struct build_loc {
+	uint64_t	addr;
+	int		map;		/* index into maps, or -1 */
+	int64_t		func;		/* index into funcs, or -1 */
+};
+
+struct build_func {
+	int64_t		name;		/* string index */
+	int64_t		file;		/* string index */
+};
+
+/* New empty cache. */
+struct build *
+build_new(void)
+{
+	struct build *b = xcalloc(1, sizeof *b);
+
+	b->maps_path = xstrdup("/proc/self/maps");
+	return b;
+}
+
+/* Frees the cache and every opened file. */
+void
+build_free(struct build *b)
+{
+	size_t i;
+
+	if (b == NULL)
+		return;
+	for (i = 0; i < b->nfiles; i++) {
+		free(b->files[i].path);
+		symtab_free(b->files[i].st);
+	}
+	free(b->files);
+	free(b->maps_path);
+	maps_clear(&b->maps);
+	free(b);
+}
+
+/* Overrides the maps file (tests). */
+void
+build_set_maps_path(struct build *b, const char *path)
+{
+	free(b->maps_path);
+	b->maps_path = xstrdup(path);
+}
+
+/* The cached symtab of a mapping's file (opened on first use). */
+static struct symtab *
+build_symtab(struct build *b, const struct maps_entry *m, size_t *slot)
+{
+	struct symtab *st = NULL;
+	unsigned long vdso;
+	size_t i, len = strlen(m->path);
+
+	for (i = 0; i < b->nfiles; i++) {
+		if (strcmp(b->files[i].path, m->path) == 0) {
+			*slot = i;
+			return b->files[i].st;
+		}
+	}
+	if (strcmp(m->path, "[vdso]") == 0) {
+		vdso = getauxval(AT_SYSINFO_EHDR);
+		if (vdso != 0 && vdso == m->start)
+			st = symtab_open_mem((const void *)vdso,
+			    m->limit - m->start, NULL);
+	} else if (m->path[0] == '/' && (len < 10 ||
+	    strcmp(m->path + len - 10, " (deleted)") != 0))
+		st = symtab_open(m->path, NULL);
+	b->files = xreallocarray(b->files, b->nfiles + 1, sizeof *b->files);
+	b->files[b->nfiles].path = xstrdup(m->path);
+	b->files[b->nfiles].st = st;
+	*slot = b->nfiles++;
+	return st;
+}
+
+/* The mapping of addr from the cached maps, re-read at most once a second. */
+static const struct maps_entry *
+build_cached_map(struct build *b, uint64_t addr)
+{
+	const struct maps_entry *me = maps_find(&b->maps, addr);
+	struct timespec now;
+
+	if (me != NULL)
+		return me;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (b->maps.n > 0 && now.tv_sec - b->maps_when.tv_sec < 1)
+		return NULL;
+	maps_clear(&b->maps);
+	if (maps_read(b->maps_path, &b->maps, NULL) != 0)
+		return NULL;
+	b->maps_when = now;
+	return maps_find(&b->maps, addr);
+}
+
+/* Runtime start of the function holding pc, or 0. */
+static uint64_t
+build_func_start(struct build *b, uint64_t pc)
+{
+	const struct maps_entry *me = build_cached_map(b, pc);
+	struct symtab *st;
+	uint64_t vaddr;
+	size_t slot, sym;
+
+	if (me == NULL || (st = build_symtab(b, me, &slot)) == NULL ||
+	    symtab_offset_to_vaddr(st, pc - me->start + me->offset,
+	    &vaddr) != 0 || symtab_lookup(st, vaddr, &sym) == NULL)
+		return 0;
+	return pc - (vaddr - symtab_symbol_addr(st, sym));
+}
+
+/* Inserts the caller of a frameless leaf (see build.h). */
+uint32_t
+build_fix_leaf(struct build *b, uintptr_t *pcs, uint32_t n, uint32_t max,
+    uintptr_t link)
+{
+	struct iovec local, remote;
+	uint64_t start, target;
+	uint8_t insn[5];
+	int32_t rel;
+
+	if (n == 0 || n >= max || link < 4096 || (n >= 2 && pcs[1] == link))
+		return n;
+	if (build_cached_map(b, link) == NULL ||
+	    (start = build_func_start(b, pcs[0])) == 0)
+		return n;
+	/* Read the call instruction through the kernel: never faults. */
+	local.iov_base = insn;
+	local.iov_len = sizeof insn;
+	remote.iov_base = (void *)(link - sizeof insn);
+	remote.iov_len = sizeof insn;
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) !=
+	    (ssize_t)sizeof insn)
+		return n;
+#if defined(__x86_64__)
+	if (insn[0] != 0xe8)		/* call rel32 */
+		return n;
+	memcpy(&rel, insn + 1, sizeof rel);
+	target = (uint64_t)link + (uint64_t)(int64_t)rel;
+#elif defined(__aarch64__)
+	{
+		uint32_t bl;
+
+		memcpy(&bl, insn + 1, sizeof bl);
+		if ((bl & 0xfc000000U) != 0x94000000U)	/* bl imm26 */
+			return n;
+		rel = (int32_t)(bl << 6) >> 6;
+		target = (uint64_t)link - 4 + (uint64_t)((int64_t)rel * 4);
+	}
+#else
+	(void)rel;
+	return n;
+#endif
+	if (target != start)
+		return n;
+	memmove(pcs + 2, pcs + 1, (n - 1) * sizeof *pcs);
+	pcs[1] = link;
+	return n + 1;
+}
+
+/* Mixes a 64-bit key. */
+static uint64_t
+build_mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return k;
+}
+
+/* Finds key; returns its value or -1. With insert, adds it as val. */
+static int64_t
+build_map_get(struct build_map *m, uint64_t key, int insert, uint32_t val)
+{
+	size_t j, i, size;
+	uint64_t *ok;
+	uint32_t *ov;
+
+	if (insert && (m->n + 1) * 2 > m->size) {
+		ok = m->keys;
+		ov = m->vals;
+		size = m->size;
+		m->size = size ? size * 2 : 1024;
+		m->keys = xcalloc(m->size, sizeof *m->keys);
+		m->vals = xcalloc(m->size, sizeof *m->vals);
+		for (i = 0; i < size; i++) {
+			if (ov[i] == 0)
+				continue;
+			j = build_mix(ok[i]) & (m->size - 1);
+			while (m->vals[j] != 0)
+				j = (j + 1) & (m->size - 1);
+			m->keys[j] = ok[i];
+			m->vals[j] = ov[i];
+		}
+		free(ok);
+		free(ov);
+	}
+	if (m->size == 0)
+		return -1;
+	j = build_mix(key) & (m->size - 1);
+	while (m->vals[j] != 0) {
+		if (m->keys[j] == key)
+			return m->vals[j] - 1;
+		j = (j + 1) & (m->size - 1);
+	}
+	if (!insert)
+		return -1;
+	m->keys[j] = key;
+	m->vals[j] = val + 1;
+	m->n++;
+	return -1;
+}
+
+/* Frees a map. */
+static void
+build_map_free(struct build_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+}
+
+/* String hash (FNV-1a). */
+static uint64_t
+build_str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/* Interns s (not copied; must outlive the build); returns its index. */
+static int64_t
+build_str(struct build_strings *t, const char *s)
+{
+	size_t j, i;
+
+	if ((t->n + 1) * 2 > t->index_size) {
+		free(t->index);
+		t->index_size = t->index_size ? t->index_size * 2 : 1024;
+		t->index = xcalloc(t->index_size, sizeof *t->index);
+		for (i = 0; i < t->n; i++) {
+			j = build_str_hash(t->v[i]) & (t->index_size - 1);
+			while (t->index[j] != 0)
+				j = (j + 1) & (t->index_size - 1);
+			t->index[j] = (uint32_t)(i + 1);
+		}
+	}
+	j = build_str_hash(s) & (t->index_size - 1);
+	while (t->index[j] != 0) {
+		if (strcmp(t->v[t->index[j] - 1], s) == 0)
+			return t->index[j] - 1;
+		j = (j + 1) & (t->index_size - 1);
+	}
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 256;
+		t->v = xreallocarray(t->v, t->cap, sizeof *t->v);
+	}
+	t->v[t->n] = s;
+	t->index[j] = (uint32_t)(t->n + 1);
+	return (int64_t)t->n++;
+}
+
+/* Gzips a buffer with zlib (gzip wrapper, default level). */
+int
+build_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen,
+    char **cause)
+{
+	z_stream zs;
+	size_t cap;
+	uint8_t *buf;
+	int rc;
+
+	memset(&zs, 0, sizeof zs);
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+	    Z_DEFAULT_STRATEGY) != Z_OK)
+		return xcause(cause, "deflateInit2 failed");
+	cap = deflateBound(&zs, len) + 64;
+	buf = xmalloc(cap);
+	zs.next_in = (Bytef *)(uintptr_t)in;
+	zs.avail_in = (uInt)len;
+	zs.next_out = buf;
+	zs.avail_out = (uInt)cap;
+	rc = deflate(&zs, Z_FINISH);
+	deflateEnd(&zs);
+	if (rc != Z_STREAM_END) {
+		free(buf);
+		return xcause(cause, "deflate failed (%d)", rc);
+	}
+	*out = buf;
+	*outlen = zs.total_out;
+	return 0;
+}
+
+/* Builds, packs and gzips the profile of one window. */
+int
+build_profile(struct build *b, const struct stacks *s,
+    const struct build_window *w, uint8_t **out, size_t *outlen,
+    char **cause)
+{
+	Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+	Perftools__Profiles__ValueType vt[3], *vtp[2];
+	Perftools__Profiles__Sample *samp = NULL, **sampp = NULL;
+	Perftools__Profiles__Location *loc = NULL, **locp = NULL;
+	Perftools__Profiles__Line *line = NULL, **linep = NULL;
+	Perftools__Profiles__Function *fn = NULL, **fnp = NULL;
+	Perftools__Profiles__Mapping *mp = NULL, **mpp = NULL;
+	struct build_strings strs = { 0 };
+	struct build_map locmap = { 0 }, fnmap = { 0 };
+	struct build_loc *locs = NULL;
+	struct build_func *funcs = NULL;
+	struct maps maps = { 0 };
+	const struct maps_entry *me;
+	struct symtab *st;
+	uint64_t *locids = NULL, *mapid = NULL, addr, vaddr, key;
+	int64_t *vals = NULL, li;
+	size_t nlocs = 0, nfuncs = 0, nmaps = 0, i, j, k, slot, sym, nframes;
+	const char *name, *exe_path = NULL;
+	char exe[PATH_MAX], comment[128];
+	int64_t comment_idx;
+	uint8_t *raw = NULL;
+	size_t rawlen;
+	ssize_t r;
+	int ret = -1;
+
+	if (maps_read(b->maps_path, &maps, cause) != 0)
+		return -1;
+	if ((r = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
+		exe[r] = '\0';
+		exe_path = exe;
+	}
+	build_str(&strs, "");
+
+	/* Locations: one per distinct (adjusted) pc. */
+	nframes = s->npcs;
+	locs = xcalloc(nframes ? nframes : 1, sizeof *locs);
+	funcs = xcalloc(nframes ? nframes : 1, sizeof *funcs);
+	locids = xcalloc(nframes ? nframes : 1, sizeof *locids);
+	for (i = 0; i < s->n; i++) {
+		for (j = 0; j < s->v[i].n; j++) {
+			addr = s->pcs[s->v[i].off + j];
+			if (j > 0 && addr > 0)
+				addr--;
+			li = build_map_get(&locmap, addr, 0, 0);
+			if (li < 0) {
+				li = (int64_t)nlocs++;
+				build_map_get(&locmap, addr, 1, (uint32_t)li);
+				locs[li].addr = addr;
+				locs[li].map = -1;
+				locs[li].func = -1;
+				if ((me = maps_find(&maps, addr)) != NULL)
+					locs[li].map = (int)(me - maps.v);
+			}
+			locids[s->v[i].off + j] = (uint64_t)li + 1;
+		}
+	}
+
+	/* Functions: resolve each location in its file's symbol table. */
+	for (i = 0; i < nlocs; i++) {
+		if (locs[i].map < 0)
+			continue;
+		me = &maps.v[locs[i].map];
+		if ((st = build_symtab(b, me, &slot)) == NULL ||
+		    symtab_offset_to_vaddr(st, locs[i].addr - me->start +
+		    me->offset, &vaddr) != 0 ||
+		    (name = symtab_lookup(st, vaddr, &sym)) == NULL)
+			continue;
+		key = ((uint64_t)slot << 40) | sym;
+		li = build_map_get(&fnmap, key, 0, 0);
+		if (li < 0) {
+			li = (int64_t)nfuncs++;
+			build_map_get(&fnmap, key, 1, (uint32_t)li);
+			funcs[li].name = build_str(&strs, name);
+			funcs[li].file = build_str(&strs, me->path);
+		}
+		locs[i].func = li;
+	}
+
+	/* Mappings: those in use, the executable first. */
+	mapid = xcalloc(maps.n ? maps.n : 1, sizeof *mapid);
+	for (i = 0; i < nlocs; i++) {
+		if (locs[i].map >= 0)
+			mapid[locs[i].map] = 1;
+	}
+	mp = xcalloc(maps.n ? maps.n : 1, sizeof *mp);
+	mpp = xcalloc(maps.n ? maps.n : 1, sizeof *mpp);
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < maps.n; i++) {
+			if (mapid[i] != 1)
+				continue;
+			if ((exe_path != NULL &&
+			    strcmp(maps.v[i].path, exe_path) == 0) != (k == 0))
+				continue;
+			perftools__profiles__mapping__init(&mp[nmaps]);
+			mp[nmaps].id = nmaps + 1;
+			mp[nmaps].memory_start = maps.v[i].start;
+			mp[nmaps].memory_limit = maps.v[i].limit;
+			mp[nmaps].file_offset = maps.v[i].offset;
+			mp[nmaps].filename = build_str(&strs, maps.v[i].path);
+			st = build_symtab(b, &maps.v[i], &slot);
+			if (st != NULL) {
+				mp[nmaps].build_id = build_str(&strs,
+				    symtab_build_id(st));
+				mp[nmaps].has_functions = symtab_count(st) > 0;
+			}
+			mpp[nmaps] = &mp[nmaps];
+			mapid[i] = ++nmaps + 1;	/* id + 1 */
+		}
+	}
+
+	loc = xcalloc(nlocs ? nlocs : 1, sizeof *loc);
+	locp = xcalloc(nlocs ? nlocs : 1, sizeof *locp);
+	line = xcalloc(nlocs ? nlocs : 1, sizeof *line);
+	linep = xcalloc(nlocs ? nlocs : 1, sizeof *linep);
+	for (i = 0; i < nlocs; i++) {
+		perftools__profiles__location__init(&loc[i]);
+		loc[i].id = i + 1;
+		loc[i].address = locs[i].addr;
+		if (locs[i].map >= 0)
+			loc[i].mapping_id = mapid[locs[i].map] - 1;
+		if (locs[i].func >= 0) {
+			perftools__profiles__line__init(&line[i]);
+			line[i].function_id = (uint64_t)locs[i].func + 1;
+			linep[i] = &line[i];
+			loc[i].n_line = 1;
+			loc[i].line = &linep[i];
+		}
+		locp[i] = &loc[i];
+	}
+	fn = xcalloc(nfuncs ? nfuncs : 1, sizeof *fn);
+	fnp = xcalloc(nfuncs ? nfuncs : 1, sizeof *fnp);
+	for (i = 0; i < nfuncs; i++) {
+		perftools__profiles__function__init(&fn[i]);
+		fn[i].id = i + 1;
+		fn[i].name = funcs[i].name;
+		fn[i].system_name = funcs[i].name;
+		fn[i].filename = funcs[i].file;
+		fnp[i] = &fn[i];
+	}
+
+	samp = xcalloc(s->n ? s->n : 1, sizeof *samp);
+	sampp = xcalloc(s->n ? s->n : 1, sizeof *sampp);
+	vals = xcalloc(s->n ? 2 * s->n : 1, sizeof *vals);
+	for (i = 0; i < s->n; i++) {
+		perftools__profiles__sample__init(&samp[i]);
+		samp[i].n_location_id = s->v[i].n;
+		samp[i].location_id = locids + s->v[i].off;
+		vals[2 * i] = s->v[i].count;
+		vals[2 * i + 1] = s->v[i].count * (1000000000LL / w->hz);
+		samp[i].n_value = 2;
+		samp[i].value = &vals[2 * i];
+		sampp[i] = &samp[i];
+	}
+
+	for (i = 0; i < 3; i++)
+		perftools__profiles__value_type__init(&vt[i]);
+	vt[0].type = build_str(&strs, "samples");
+	vt[0].unit = build_str(&strs, "count");
+	vt[1].type = build_str(&strs, "cpu");
+	vt[1].unit = build_str(&strs, "nanoseconds");
+	vt[2] = vt[1];
+	vtp[0] = &vt[0];
+	vtp[1] = &vt[1];
+	snprintf(comment, sizeof comment, "profd-agent: %d Hz, %" PRIu64
+	    " samples dropped (ring full)", w->hz, w->drops);
+	comment_idx = build_str(&strs, comment);
+
+	p.n_sample_type = 2;
+	p.sample_type = vtp;
+	p.n_sample = s->n;
+	p.sample = sampp;
+	p.n_mapping = nmaps;
+	p.mapping = mpp;
+	p.n_location = nlocs;
+	p.location = locp;
+	p.n_function = nfuncs;
+	p.function = fnp;
+	p.n_string_table = strs.n;
+	p.string_table = (char **)(uintptr_t)strs.v;
+	p.time_nanos = w->time_nanos;
+	p.duration_nanos = w->duration_nanos;
+	p.period_type = &vt[2];
+	p.period = 1000000000LL / w->hz;
+	p.n_comment = 1;
+	p.comment = &comment_idx;
+	p.default_sample_type = vt[1].type;
+
+	rawlen = perftools__profiles__profile__get_packed_size(&p);
+	raw = xmalloc(rawlen);
+	perftools__profiles__profile__pack(&p, raw);
+	ret = build_gzip(raw, rawlen, out, outlen, cause);
+
+	free(raw);
+	free(samp);
+	free(sampp);
+	free(vals);
+	free(loc);
+	free(locp);
+	free(line);
+	free(linep);
+	free(fn);
+	free(fnp);
+	free(mp);
+	free(mpp);
+	free(mapid);
+	free(locs);
+	free(locids);
+	free(funcs);
+	free(strs.v);
+	free(strs.index);
+	build_map_free(&locmap);
+	build_map_free(&fnmap);
+	maps_clear(&maps);
+	return ret;
+}

@@ -1,0 +1,50 @@
+/*
+ * Turns a window's aggregated stacks into a symbolized, gzipped pprof
+ * CPU profile. Keeps a cache of opened ELF symbol tables across windows.
+ */
+#ifndef PROFD_AGENT_BUILD_H
+#define PROFD_AGENT_BUILD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/stacks.h"
+
+struct build;
+
+struct build_window {
+	int64_t		time_nanos;	/* wall clock at window start */
+	int64_t		duration_nanos;
+	int		hz;
+	uint64_t	drops;		/* samples lost in this window */
+};
+
+struct build	*build_new(void);
+void		 build_free(struct build *);
+/* Reads mappings from another file than /proc/self/maps (tests). */
+void		 build_set_maps_path(struct build *, const char *path);
+
+/*
+ * Builds the profile of one window: mappings from /proc/self/maps with
+ * build ids, a location per distinct pc, functions named from the ELF
+ * symbol tables. *out: OUT new gzipped buffer (caller frees).
+ */
+int		 build_profile(struct build *, const struct stacks *,
+		    const struct build_window *, uint8_t **out, size_t *outlen,
+		    char **cause);
+
+/*
+ * Repairs the stack of a sample taken in a leaf function that keeps no
+ * frame pointer (compilers skip the frame of leaves that use no stack):
+ * the walk then misses the leaf's caller. If link (sampler_stack.link)
+ * is a return address right after a direct call to the function holding
+ * pcs[0], it is inserted as the second frame. Returns the new count.
+ */
+uint32_t	 build_fix_leaf(struct build *, uintptr_t *pcs, uint32_t n,
+		    uint32_t max, uintptr_t link);
+
+/* Gzips len bytes. *out: OUT new buffer (caller frees). */
+int		 build_gzip(const uint8_t *in, size_t len, uint8_t **out,
+		    size_t *outlen, char **cause);
+
+#endif

@@ -1,0 +1,182 @@
+/*
+ * Agent settings. Every problem is reported as one sentence naming the
+ * setting, so LD_PRELOAD users see a single clear line on stderr and the
+ * program keeps running unprofiled.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config.h"
+#include "common/xmalloc.h"
+
+/* Checks label pairs: keys [A-Za-z_][A-Za-z0-9_.-]{0,63}, values <= 512. */
+int
+config_check_labels(const char *labels, char **cause)
+{
+	const char *p = labels, *k, *eq, *end;
+	size_t n = 0;
+
+	if (labels == NULL || *labels == '\0')
+		return 0;
+	while (*p != '\0') {
+		end = strchr(p, ',');
+		if (end == NULL)
+			end = p + strlen(p);
+		eq = memchr(p, '=', (size_t)(end - p));
+		if (eq == NULL || eq == p)
+			return xcause(cause, "label \"%.*s\" is not key=value",
+			    (int)(end - p), p);
+		if (eq - p > 64 || !(isalpha((unsigned char)*p) || *p == '_'))
+			return xcause(cause, "label key \"%.*s\" is not valid",
+			    (int)(eq - p), p);
+		for (k = p; k < eq; k++) {
+			if (!isalnum((unsigned char)*k) && *k != '_' &&
+			    *k != '.' && *k != '-')
+				return xcause(cause, "label key \"%.*s\" is not"
+				    " valid", (int)(eq - p), p);
+		}
+		if (end - eq - 1 > 512)
+			return xcause(cause, "label \"%.*s\" has a value over "
+			    "512 bytes", (int)(eq - p), p);
+		if (++n > 64)
+			return xcause(cause, "more than 64 labels");
+		p = *end == ',' ? end + 1 : end;
+	}
+	return 0;
+}
+
+/* Copies a config with defaults, checking every field. */
+int
+config_check(const struct profd_agent_config *in, struct config *out,
+    char **cause)
+{
+	const char *s;
+
+	memset(out, 0, sizeof *out);
+	if (in == NULL || in->service == NULL || *in->service == '\0')
+		return xcause(cause, "service is required");
+	for (s = in->service; *s != '\0'; s++) {
+		if (iscntrl((unsigned char)*s))
+			return xcause(cause, "service has a control character");
+	}
+	if (strlen(in->service) > 256)
+		return xcause(cause, "service is longer than 256 bytes");
+	if (in->hz < 0 || in->hz > 1000)
+		return xcause(cause, "hz %d is not in 1..1000", in->hz);
+	if (in->window_sec < 0 || in->period_sec < 0)
+		return xcause(cause, "window and period must be positive");
+	if (config_check_labels(in->labels, cause) != 0)
+		return -1;
+	out->hz = in->hz ? in->hz : 100;
+	out->period_sec = in->period_sec ? in->period_sec : 60;
+	out->window_sec = in->window_sec ? in->window_sec :
+	    out->period_sec < 10 ? out->period_sec : 10;
+	if (out->window_sec > out->period_sec)
+		return xcause(cause, "window (%d s) is longer than period "
+		    "(%d s)", out->window_sec, out->period_sec);
+	if (in->queue_max < 0 || in->queue_max > 1024)
+		return xcause(cause, "queue size %d is not in 1..1024",
+		    in->queue_max);
+	out->queue_max = in->queue_max ? in->queue_max : 8;
+	out->verbose = in->verbose;
+	if (!in->no_upload)
+		out->collector = xstrdup(in->collector_url != NULL &&
+		    *in->collector_url != '\0' ? in->collector_url :
+		    CONFIG_DEFAULT_COLLECTOR);
+	else if (in->output_dir == NULL || *in->output_dir == '\0')
+		return xcause(cause, "no collector and no output directory");
+	out->service = xstrdup(in->service);
+	if (in->labels != NULL && *in->labels != '\0')
+		out->labels = xstrdup(in->labels);
+	if (in->token != NULL && *in->token != '\0')
+		out->token = xstrdup(in->token);
+	if (in->output_dir != NULL && *in->output_dir != '\0')
+		out->output_dir = xstrdup(in->output_dir);
+	return 0;
+}
+
+/* Frees the strings. */
+void
+config_clear(struct config *c)
+{
+	free(c->collector);
+	free(c->service);
+	free(c->labels);
+	free(c->token);
+	free(c->output_dir);
+	memset(c, 0, sizeof *c);
+}
+
+/* Parses an integer variable in [lo, hi]; seconds may end in s, m or h. */
+static int
+config_env_int(const char *name, int lo, int hi, int duration, int *out,
+    char **cause)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (v == NULL || *v == '\0')
+		return 0;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (duration && end != v) {
+		if (strcmp(end, "m") == 0 && n <= 100000) {
+			n *= 60;
+			end++;
+		} else if (strcmp(end, "h") == 0 && n <= 10000) {
+			n *= 3600;
+			end++;
+		} else if (strcmp(end, "s") == 0)
+			end++;
+	}
+	if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi)
+		return xcause(cause, "%s=\"%s\" is not %s in %d..%d", name, v,
+		    duration ? "a duration (seconds, or with s/m/h)" :
+		    "a whole number", lo, hi);
+	*out = (int)n;
+	return 0;
+}
+
+/* Fills a config from the PROFD_* variables. */
+int
+config_from_env(struct profd_agent_config *out, char **cause)
+{
+	const char *v;
+
+	memset(out, 0, sizeof *out);
+	if ((out->service = getenv("PROFD_SERVICE")) == NULL)
+		return 0;
+	if (*out->service == '\0')
+		return xcause(cause, "PROFD_SERVICE is empty");
+	out->collector_url = getenv("PROFD_COLLECTOR");
+	out->labels = getenv("PROFD_LABELS");
+	out->token = getenv("PROFD_TOKEN");
+	out->output_dir = getenv("PROFD_OUTPUT_DIR");
+	if ((out->collector_url == NULL || *out->collector_url == '\0') &&
+	    out->output_dir != NULL && *out->output_dir != '\0')
+		out->no_upload = 1;
+	if (config_env_int("PROFD_HZ", 1, 1000, 0, &out->hz, cause) != 0 ||
+	    config_env_int("PROFD_WINDOW", 1, 86400, 1, &out->window_sec,
+	    cause) != 0 ||
+	    config_env_int("PROFD_PERIOD", 1, 86400, 1, &out->period_sec,
+	    cause) != 0 ||
+	    config_env_int("PROFD_QUEUE", 1, 1024, 0, &out->queue_max,
+	    cause) != 0)
+		return -1;
+	if ((v = getenv("PROFD_VERBOSE")) != NULL && *v != '\0' &&
+	    strcmp(v, "0") != 0)
+		out->verbose = 1;
+	if (config_check_labels(out->labels, cause) != 0) {
+		if (cause == NULL)
+			return -1;
+		v = *cause;
+		*cause = xasprintf("PROFD_LABELS: %s", v);
+		free((char *)(uintptr_t)v);
+		return -1;
+	}
+	return 1;
+}

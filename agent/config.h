@@ -1,0 +1,42 @@
+/*
+ * Agent settings: checks a struct profd_agent_config (filling defaults)
+ * and reads one from the PROFD_* environment for LD_PRELOAD mode.
+ */
+#ifndef PROFD_AGENT_CONFIG_H
+#define PROFD_AGENT_CONFIG_H
+
+#include "agent/profd_agent.h"
+
+#define CONFIG_DEFAULT_COLLECTOR	"http://127.0.0.1:10100"
+
+/* A checked, owned copy of the settings. */
+struct config {
+	char	*collector;	/* NULL: no uploads (files only) */
+	char	*service;
+	char	*labels;	/* NULL or "k=v,..." */
+	char	*token;
+	char	*output_dir;
+	int	 hz;
+	int	 window_sec;
+	int	 period_sec;
+	int	 queue_max;
+	int	 verbose;
+};
+
+/* Checks in and fills *out with defaults applied. */
+int	config_check(const struct profd_agent_config *in, struct config *out,
+	    char **cause);
+void	config_clear(struct config *);
+
+/*
+ * Reads PROFD_COLLECTOR, PROFD_SERVICE, PROFD_LABELS, PROFD_TOKEN,
+ * PROFD_HZ, PROFD_WINDOW, PROFD_PERIOD, PROFD_QUEUE, PROFD_OUTPUT_DIR and
+ * PROFD_VERBOSE. Returns 0 if PROFD_SERVICE is unset (agent off), 1 when
+ * *out is filled (strings point into the environment), -1 on a bad value.
+ */
+int	config_from_env(struct profd_agent_config *out, char **cause);
+
+/* Checks "k=v,k=v" label syntax (profd's key and value rules). */
+int	config_check_labels(const char *labels, char **cause);
+
+#endif

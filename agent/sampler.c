@@ -1,0 +1,332 @@
+/*
+ * SIGPROF sampling. ITIMER_PROF counts the CPU time of the whole process
+ * and the kernel delivers SIGPROF to the thread that was running, so one
+ * timer covers every thread, including ones created later.
+ *
+ * The handler is async-signal-safe: no malloc, no locks, no stdio. It walks
+ * frame pointers from the interrupted context (chosen over backtrace():
+ * libgcc's unwinder may take the loader lock and allocate on first use, and
+ * the walk is a few loads per frame, which keeps overhead far under 1%).
+ * Every frame record is bounds-checked (aligned, strictly above the
+ * previous one, within 64 MiB of the stack pointer) and each stack page is
+ * proven readable with process_vm_readv(2) on our own pid before it is
+ * read directly, so a garbage frame pointer from code built without frame
+ * pointers ends the walk instead of faulting.
+ *
+ * Stacks go into a bounded multi-producer ring (Dmitry Vyukov's sequence
+ * number queue): handlers on several threads claim slots with one CAS; a
+ * full ring drops the sample and counts it. The agent thread is the only
+ * consumer.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "agent/sampler.h"
+#include "common/xmalloc.h"
+
+#define SAMPLER_STACK_SPAN	(64UL << 20)
+#define SAMPLER_PAGE		4096UL
+
+struct sampler_slot {
+	_Atomic size_t		seq;
+	struct sampler_stack	st;
+};
+
+static struct sampler_slot	*ring;
+static size_t			 ring_mask;
+static _Atomic size_t		 ring_head;	/* next slot to fill */
+static size_t			 ring_tail;	/* next slot to read (consumer) */
+static _Atomic uint64_t		 ring_drops;
+static _Atomic int		 sampler_on;
+static int			 safe_reads;	/* process_vm_readv works */
+static pid_t			 self_pid;
+static int			 installed;
+static struct sigaction		 old_action;
+
+/* Reads 16 bytes at addr through the kernel; 0 if readable. */
+static int
+sampler_safe_read(uintptr_t addr, uintptr_t out[2])
+{
+	struct iovec local = { out, 2 * sizeof(uintptr_t) };
+	struct iovec remote = { (void *)addr, 2 * sizeof(uintptr_t) };
+
+	if (syscall(SYS_process_vm_readv, self_pid, &local, 1, &remote, 1,
+	    0) != (long)(2 * sizeof(uintptr_t)))
+		return -1;
+	return 0;
+}
+
+/*
+ * Walks frame records [fp] = caller's fp, [fp+8] = return address. Memory
+ * in [ok_lo, ok_hi) is already known to be readable.
+ */
+__attribute__((no_sanitize("address")))
+static uint32_t
+sampler_walk_from(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *pcs,
+    uint32_t max, uintptr_t ok_lo, uintptr_t ok_hi)
+{
+	uintptr_t rec[2], page;
+	uint32_t n = 0;
+
+	if (max == 0)
+		return 0;
+	pcs[n++] = pc;
+	while (n < max) {
+		if (fp == 0 || (fp & (sizeof(uintptr_t) - 1)) != 0 ||
+		    fp < sp || fp - sp > SAMPLER_STACK_SPAN ||
+		    fp > UINTPTR_MAX - 2 * sizeof(uintptr_t))
+			break;
+		page = fp & ~(SAMPLER_PAGE - 1);
+		if (page >= ok_lo && fp + 2 * sizeof(uintptr_t) <= ok_hi) {
+			rec[0] = ((const uintptr_t *)fp)[0];
+			rec[1] = ((const uintptr_t *)fp)[1];
+		} else {
+			if (!safe_reads || sampler_safe_read(fp, rec) != 0)
+				break;
+			/* The record's pages are mapped; remember them. */
+			ok_lo = page;
+			ok_hi = (fp + 2 * sizeof(uintptr_t) + SAMPLER_PAGE - 1) &
+			    ~(SAMPLER_PAGE - 1);
+		}
+		if (rec[1] < SAMPLER_PAGE)
+			break;
+		pcs[n++] = rec[1];
+		if (rec[0] <= fp)
+			break;
+		sp = fp;
+		fp = rec[0];
+	}
+	return n;
+}
+
+/* Walks from a context with nothing known to be readable yet. */
+uint32_t
+sampler_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *pcs,
+    uint32_t max)
+{
+	return sampler_walk_from(pc, fp, sp, pcs, max, 1, 0);
+}
+
+/* The SIGPROF handler: claim a slot, walk, publish. */
+static void
+sampler_handler(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	struct sampler_slot *slot;
+	uintptr_t pc, fp, sp, link = 0, rec[2], ok_lo = 1, ok_hi = 0;
+	size_t pos, seq;
+	int saved_errno = errno;
+
+	(void)sig;
+	(void)si;
+	if (!atomic_load_explicit(&sampler_on, memory_order_relaxed) ||
+	    ring == NULL)
+		goto out;
+#if defined(__x86_64__)
+	pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+	sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+	if (safe_reads && (sp & 7) == 0 && sampler_safe_read(sp, rec) == 0) {
+		link = rec[0];
+		/* The pages of [sp, sp+16) are readable: the walk reuses that. */
+		ok_lo = sp & ~(SAMPLER_PAGE - 1);
+		ok_hi = (sp + 2 * sizeof(uintptr_t) + SAMPLER_PAGE - 1) &
+		    ~(SAMPLER_PAGE - 1);
+	}
+#elif defined(__aarch64__)
+	pc = (uintptr_t)uc->uc_mcontext.pc;
+	fp = (uintptr_t)uc->uc_mcontext.regs[29];
+	sp = (uintptr_t)uc->uc_mcontext.sp;
+	link = (uintptr_t)uc->uc_mcontext.regs[30];
+#else
+	pc = fp = sp = 0;
+	(void)uc;
+	(void)rec;
+	goto out;
+#endif
+	pos = atomic_load_explicit(&ring_head, memory_order_relaxed);
+	for (;;) {
+		slot = &ring[pos & ring_mask];
+		seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+		if (seq == pos) {
+			if (atomic_compare_exchange_weak_explicit(&ring_head,
+			    &pos, pos + 1, memory_order_relaxed,
+			    memory_order_relaxed))
+				break;
+		} else if ((intptr_t)(seq - pos) < 0) {
+			atomic_fetch_add_explicit(&ring_drops, 1,
+			    memory_order_relaxed);
+			goto out;
+		} else
+			pos = atomic_load_explicit(&ring_head,
+			    memory_order_relaxed);
+	}
+	slot->st.link = link;
+	slot->st.n = sampler_walk_from(pc, fp, sp, slot->st.pcs,
+	    SAMPLER_MAX_FRAMES, ok_lo, ok_hi);
+	atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+out:
+	errno = saved_errno;
+}
+
+/* Allocates the ring and installs the handler, unless SIGPROF is taken. */
+int
+sampler_init(size_t slots, char **cause)
+{
+	struct sigaction sa, cur;
+	struct itimerval it;
+	uintptr_t probe[2] = { 1, 2 }, got[2];
+	size_t i;
+
+	if (slots == 0 || (slots & (slots - 1)) != 0)
+		return xcause(cause, "ring size %zu is not a power of two",
+		    slots);
+	if (sigaction(SIGPROF, NULL, &cur) != 0)
+		return xcause(cause, "sigaction(SIGPROF): %s", strerror(errno));
+	if ((cur.sa_flags & SA_SIGINFO) ?
+	    cur.sa_sigaction != sampler_handler :
+	    (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN))
+		return xcause(cause, "the program already has a SIGPROF "
+		    "handler (another profiler?); agent stays off");
+	if (getitimer(ITIMER_PROF, &it) == 0 && !installed &&
+	    (it.it_value.tv_sec != 0 || it.it_value.tv_usec != 0))
+		return xcause(cause, "ITIMER_PROF is already armed by the "
+		    "program; agent stays off");
+
+	self_pid = getpid();
+	safe_reads = sampler_safe_read((uintptr_t)probe, got) == 0 &&
+	    got[0] == 1 && got[1] == 2;
+
+	/* The ring is never unmapped: a late signal may still write it. */
+	if (ring != NULL && ring_mask + 1 != slots)
+		return xcause(cause, "ring already sized %zu", ring_mask + 1);
+	if (ring == NULL) {
+		ring = mmap(NULL, slots * sizeof *ring, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (ring == MAP_FAILED) {
+			ring = NULL;
+			return xcause(cause, "ring of %zu slots: %s", slots,
+			    strerror(errno));
+		}
+	}
+	for (i = 0; i < slots; i++)
+		atomic_init(&ring[i].seq, i);
+	ring_mask = slots - 1;
+	atomic_store(&ring_head, 0);
+	ring_tail = 0;
+	atomic_store(&ring_drops, 0);
+
+	if (!installed) {
+		memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = sampler_handler;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGPROF, &sa, &old_action) != 0)
+			return xcause(cause, "sigaction(SIGPROF): %s",
+			    strerror(errno));
+		installed = 1;
+	}
+	return 0;
+}
+
+/* True while our handler is still the SIGPROF handler. */
+int
+sampler_owns_signal(void)
+{
+	struct sigaction cur;
+
+	if (sigaction(SIGPROF, NULL, &cur) != 0)
+		return 0;
+	return (cur.sa_flags & SA_SIGINFO) &&
+	    cur.sa_sigaction == sampler_handler;
+}
+
+/* Arms ITIMER_PROF with a 1/hz interval. */
+int
+sampler_start(int hz, char **cause)
+{
+	struct itimerval it;
+	long usec = 1000000L / (hz > 0 ? hz : 100);
+
+	it.it_interval.tv_sec = usec / 1000000;
+	it.it_interval.tv_usec = usec % 1000000;
+	it.it_value = it.it_interval;
+	atomic_store(&sampler_on, 1);
+	if (setitimer(ITIMER_PROF, &it, NULL) != 0) {
+		atomic_store(&sampler_on, 0);
+		return xcause(cause, "setitimer(ITIMER_PROF): %s",
+		    strerror(errno));
+	}
+	return 0;
+}
+
+/* Disarms the timer and stops recording. */
+void
+sampler_stop(void)
+{
+	struct itimerval it;
+
+	memset(&it, 0, sizeof it);
+	setitimer(ITIMER_PROF, &it, NULL);
+	atomic_store(&sampler_on, 0);
+}
+
+/* Pops the oldest published stack, if any (single consumer). */
+int
+sampler_pop(struct sampler_stack *out)
+{
+	struct sampler_slot *slot;
+	size_t seq;
+
+	if (ring == NULL)
+		return 0;
+	slot = &ring[ring_tail & ring_mask];
+	seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+	if (seq != ring_tail + 1)
+		return 0;
+	out->n = slot->st.n;
+	out->link = slot->st.link;
+	memcpy(out->pcs, slot->st.pcs, out->n * sizeof out->pcs[0]);
+	atomic_store_explicit(&slot->seq, ring_tail + ring_mask + 1,
+	    memory_order_release);
+	ring_tail++;
+	return 1;
+}
+
+/* Samples lost to a full ring. */
+uint64_t
+sampler_drops(void)
+{
+	return atomic_load(&ring_drops);
+}
+
+/*
+ * Puts the old SIGPROF disposition back. The ring stays mapped (and is
+ * reused by the next sampler_init): a signal already pending on another
+ * thread may still run the handler.
+ */
+void
+sampler_fini(void)
+{
+	sampler_stop();
+	if (installed && sampler_owns_signal())
+		sigaction(SIGPROF, &old_action, NULL);
+	installed = 0;
+}
+
+/* Fork child: the parent's timer is not inherited; stay silent. */
+void
+sampler_forget(void)
+{
+	atomic_store(&sampler_on, 0);
+}

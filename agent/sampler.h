@@ -1,0 +1,50 @@
+/*
+ * SIGPROF sampler: an async-signal-safe handler that walks the interrupted
+ * thread's frame pointers into a preallocated lock-free ring, drained by
+ * the agent thread.
+ */
+#ifndef PROFD_AGENT_SAMPLER_H
+#define PROFD_AGENT_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SAMPLER_MAX_FRAMES	64
+
+/*
+ * One captured stack: pcs[0] is the interrupted pc, then return addresses.
+ * link is where a frameless leaf keeps its return address (the word at
+ * the stack pointer on x86-64, the link register on arm64), or 0; the
+ * agent thread decides whether to use it (build_fix_leaf).
+ */
+struct sampler_stack {
+	uint32_t	n;
+	uintptr_t	link;
+	uintptr_t	pcs[SAMPLER_MAX_FRAMES];
+};
+
+/*
+ * Allocates the ring (slots, a power of two) and installs the SIGPROF
+ * handler. Fails if another SIGPROF handler or an ITIMER_PROF is in place.
+ */
+int		sampler_init(size_t slots, char **cause);
+/* True while SIGPROF is still handled by the sampler. */
+int		sampler_owns_signal(void);
+/* Arms ITIMER_PROF at hz and lets the handler record. */
+int		sampler_start(int hz, char **cause);
+/* Disarms the timer; later signals are ignored. */
+void		sampler_stop(void);
+/* Copies the oldest recorded stack into *out; returns 0 when empty. */
+int		sampler_pop(struct sampler_stack *out);
+/* Samples dropped because the ring was full, since sampler_init. */
+uint64_t	sampler_drops(void);
+/* Restores the previous SIGPROF disposition (the ring stays mapped). */
+void		sampler_fini(void);
+/* In a fork child: forget everything without freeing (atfork). */
+void		sampler_forget(void);
+
+/* Exposed for tests: walks the caller's own frames. */
+uint32_t	sampler_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp,
+		    uintptr_t *pcs, uint32_t max);
+
+#endif
