@@ -20,8 +20,8 @@ struct config_option {
 	const char		*name;
 	enum config_kind	 kind;
 	size_t			 offset;
-	int64_t			 min, max;	/* for CONFIG_INT */
-	const char		*help;
+	int64_t			 min, max;	/* CONFIG_INT; DURATION: min */
+	const char		*help;		/* NULL: hidden (for tests) */
 };
 
 #define OFF(f)	offsetof(struct config, f)
@@ -32,6 +32,8 @@ static const struct config_option config_options[] = {
 	    "directory for meta.db and blobs/ (default ./data)" },
 	{ "retention", CONFIG_DURATION, OFF(retention_ns), 0, 0,
 	    "delete profiles older than this (default 7d; 0 keeps forever)" },
+	{ "retention-interval", CONFIG_DURATION, OFF(retention_interval_ns),
+	    1, 0, NULL },
 	{ "workers", CONFIG_INT, OFF(workers), 1, 256,
 	    "worker threads (default: number of cores)" },
 	{ "io-threads", CONFIG_INT, OFF(io_threads), 1, 1024,
@@ -71,6 +73,7 @@ config_defaults(struct config *c)
 	c->addr = xstrdup("127.0.0.1:10100");
 	c->data_dir = xstrdup("./data");
 	c->retention_ns = INT64_C(7) * 86400 * 1000000000;
+	c->retention_interval_ns = INT64_C(60) * 1000000000;
 	c->workers = cores > 0 ? cores : 2;
 	c->max_queue = 1024;
 	c->io_threads = 32;
@@ -147,6 +150,10 @@ config_set(struct config *c, const struct config_option *o, const char *value,
 	case CONFIG_DURATION:
 		if (params_duration(value, &v, &why) < 0)
 			break;
+		if (v < o->min) {
+			why = xstrdup("must be more than 0");
+			break;
+		}
 		*(int64_t *)field = v;
 		return 0;
 	}
@@ -223,9 +230,11 @@ config_usage(FILE *f)
 	    "       profd --help | --version\n\noptions:\n");
 	fprintf(f, "  --%-20s %s\n", "config FILE",
 	    "read name = value lines (same names as the flags)");
-	for (i = 0; i < NOPTIONS; i++)
-		fprintf(f, "  --%-20s %s\n", config_options[i].name,
-		    config_options[i].help);
+	for (i = 0; i < NOPTIONS; i++) {
+		if (config_options[i].help != NULL)
+			fprintf(f, "  --%-20s %s\n", config_options[i].name,
+			    config_options[i].help);
+	}
 }
 
 /* Splits "--name=value" or "--name value". */

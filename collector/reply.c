@@ -1,6 +1,7 @@
 /*
  * HTTP replies: the JSON envelope, raw downloads, and counting replies still
- * being written so a shutdown can wait for them.
+ * being written so a shutdown can wait for them. Every reply of ours passes
+ * through reply_send, which is where /metrics counts it.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
+#include "collector/metrics.h"
 #include "collector/conns.h"
 #include "collector/reply.h"
 #include "collector/server.h"
@@ -54,6 +56,7 @@ reply_send(struct server *srv, struct evhttp_request *req, int code,
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
+	metrics_request_end(srv->metrics, req, code);
 	if (evhttp_request_get_connection(req) != NULL) {
 		srv->unsent++;
 		evhttp_request_set_on_complete_cb(req, reply_complete_cb, srv);

@@ -1,9 +1,11 @@
 /*
  * The server: binds the listening socket, routes requests to the /api/0
- * handlers, and shuts down cleanly. On SIGTERM or SIGINT it stops accepting,
- * answers new requests on open connections with 503, waits for jobs in
- * flight and replies being written (up to the request timeout), and only
- * then frees evhttp, the pool and the store.
+ * handlers and to /metrics and /healthz, and shuts down cleanly. On SIGTERM
+ * or SIGINT it tells systemd STOPPING=1, stops accepting, answers new
+ * requests on open connections with 503, waits for jobs in flight and
+ * replies being written (up to the request timeout), and only then frees
+ * evhttp, the pool and the store. READY=1 goes out from inside the running
+ * loop, so whoever waits for it finds the port answering.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,18 +17,23 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/thread.h>
 
 #include "collector/api.h"
+#include "collector/api_ops.h"
 #include "collector/auth.h"
 #include "collector/conns.h"
 #include "collector/httpjob.h"
+#include "collector/metrics.h"
+#include "collector/notify.h"
 #include "collector/params.h"
 #include "collector/pool.h"
 #include "collector/reply.h"
+#include "collector/retention.h"
 #include "collector/server.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
@@ -58,18 +65,24 @@ typedef void (*route_fn)(struct server *, struct evhttp_request *,
     const struct params *);
 
 struct route {
-	const char	*path;
-	route_fn	 get;
-	route_fn	 post;
+	const char		*path;
+	route_fn		 get;
+	route_fn		 post;
+	enum metrics_route	 get_name;	/* the metrics label */
+	enum metrics_route	 post_name;
 };
 
 static const struct route routes[] = {
-	{ "/api/0/profiles", api_list, api_upload },
-	{ "/api/0/profiles/", api_list, api_upload },
-	{ "/api/0/profiles/merge", api_merge, NULL },
-	{ "/api/0/services", api_services, NULL },
-	{ "/api/0/labels", api_labels, NULL },
-	{ "/api/0/version", api_version, NULL },
+	{ "/api/0/profiles", api_list, api_upload, METRICS_ROUTE_LIST,
+	    METRICS_ROUTE_UPLOAD },
+	{ "/api/0/profiles/", api_list, api_upload, METRICS_ROUTE_LIST,
+	    METRICS_ROUTE_UPLOAD },
+	{ "/api/0/profiles/merge", api_merge, NULL, METRICS_ROUTE_MERGE, 0 },
+	{ "/api/0/services", api_services, NULL, METRICS_ROUTE_SERVICES, 0 },
+	{ "/api/0/labels", api_labels, NULL, METRICS_ROUTE_LABELS, 0 },
+	{ "/api/0/version", api_version, NULL, METRICS_ROUTE_VERSION, 0 },
+	{ "/metrics", api_metrics, NULL, METRICS_ROUTE_METRICS, 0 },
+	{ "/healthz", api_healthz, NULL, METRICS_ROUTE_HEALTHZ, 0 },
 };
 
 /* Answers 405 with the methods the path takes. */
@@ -80,6 +93,49 @@ server_method_not_allowed(struct server *srv, struct evhttp_request *req,
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
 	    allow);
 	reply_error(srv, req, 405, "method not allowed (allowed: %s)", allow);
+}
+
+struct server_dispatch {
+	route_fn		 fn;	/* a handler taking params, or */
+	const char		*id;	/* GET /api/0/profiles/{id...}, or */
+	const char		*allow;	/* 405 with these methods, or 404 */
+	enum metrics_route	 name;
+};
+
+/* Finds what handles method on path. */
+static void
+server_route(const char *path, enum evhttp_cmd_type method,
+    struct server_dispatch *d)
+{
+	int is_get = method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD;
+	size_t i;
+
+	memset(d, 0, sizeof *d);
+	d->name = METRICS_ROUTE_OTHER;
+	for (i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+		if (strcmp(path, routes[i].path) != 0)
+			continue;
+		if (is_get && routes[i].get != NULL) {
+			d->fn = routes[i].get;
+			d->name = routes[i].get_name;
+		} else if (method == EVHTTP_REQ_POST &&
+		    routes[i].post != NULL) {
+			d->fn = routes[i].post;
+			d->name = routes[i].post_name;
+		} else
+			d->allow = routes[i].post != NULL ? "GET, POST" : "GET";
+		return;
+	}
+	if (strncmp(path, "/api/0/profiles/", 16) == 0 && path[16] != '\0' &&
+	    strchr(path + 16, '/') == NULL) {
+		if (!is_get) {
+			d->allow = "GET";
+			return;
+		}
+		d->id = path + 16;
+		d->name = strchr(d->id, '+') != NULL ?
+		    METRICS_ROUTE_GET_MERGED : METRICS_ROUTE_GET;
+	}
 }
 
 /* Checks the bearer token; answers 401/403 itself. Returns 0 if allowed. */
@@ -135,60 +191,57 @@ server_request_cb(struct evhttp_request *req, void *arg)
 {
 	struct server *srv = arg;
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-	enum evhttp_cmd_type method = evhttp_request_get_command(req);
 	const char *rawpath = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+	struct server_dispatch d;
 	struct params p;
 	char *path = NULL, *cause = NULL;
-	size_t i;
-	int is_get = method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD;
+
+	if (rawpath == NULL || *rawpath == '\0')
+		rawpath = "/";
+	path = evhttp_uridecode(rawpath, 0, NULL);
+	if (path != NULL)
+		server_route(path, evhttp_request_get_command(req), &d);
+	else {
+		memset(&d, 0, sizeof d);
+		d.name = METRICS_ROUTE_OTHER;
+	}
+	metrics_request_start(srv->metrics, req, d.name,
+	    d.name == METRICS_ROUTE_UPLOAD ?
+	    evbuffer_get_length(evhttp_request_get_input_buffer(req)) : 0);
 
 	conns_request_started(srv, req);
 	if (srv->stopping) {
 		reply_error(srv, req, 503, "shutting down");
-		return;
+		goto out;
 	}
-	if (rawpath == NULL || *rawpath == '\0')
-		rawpath = "/";
-	if ((path = evhttp_uridecode(rawpath, 0, NULL)) == NULL) {
+	if (path == NULL) {
 		reply_error(srv, req, 400, "bad request path");
-		return;
+		goto out;
 	}
 	if (srv->auth != NULL && strncmp(path, "/api/", 5) == 0 &&
-	    server_authorize(srv, req, method == EVHTTP_REQ_POST ?
-	    AUTH_WRITE : AUTH_READ) != 0) {
-		free(path);
-		return;
+	    server_authorize(srv, req, evhttp_request_get_command(req) ==
+	    EVHTTP_REQ_POST ? AUTH_WRITE : AUTH_READ) != 0)
+		goto out;
+	if (d.fn == NULL && d.id == NULL) {
+		if (d.allow != NULL)
+			server_method_not_allowed(srv, req, d.allow);
+		else
+			reply_error(srv, req, 404, "no such endpoint: %.128s",
+			    path);
+		goto out;
 	}
 	if (params_parse(uri != NULL ? evhttp_uri_get_query(uri) : NULL, &p,
 	    &cause) < 0) {
 		reply_error(srv, req, 400, "%s", cause);
 		free(cause);
-		free(path);
-		return;
-	}
-	for (i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-		if (strcmp(path, routes[i].path) != 0)
-			continue;
-		if (is_get && routes[i].get != NULL)
-			routes[i].get(srv, req, &p);
-		else if (method == EVHTTP_REQ_POST && routes[i].post != NULL)
-			routes[i].post(srv, req, &p);
-		else
-			server_method_not_allowed(srv, req,
-			    routes[i].post != NULL ? "GET, POST" : "GET");
 		goto out;
 	}
-	if (strncmp(path, "/api/0/profiles/", 16) == 0 && path[16] != '\0' &&
-	    strchr(path + 16, '/') == NULL) {
-		if (is_get)
-			api_get(srv, req, path + 16);
-		else
-			server_method_not_allowed(srv, req, "GET");
-		goto out;
-	}
-	reply_error(srv, req, 404, "no such endpoint: %.128s", path);
-out:
+	if (d.id != NULL)
+		api_get(srv, req, d.id);
+	else
+		d.fn(srv, req, &p);
 	params_clear(&p);
+out:
 	free(path);
 }
 
@@ -228,7 +281,10 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	log_info("%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	notify_send("STOPPING=1\nSTATUS=shutting down: finishing %d jobs",
+	    pool_inflight(srv->pool));
 	srv->stopping = 1;
+	retention_stop(srv->retention);
 	if (srv->sock != NULL) {
 		evhttp_del_accept_socket(srv->http, srv->sock);
 		srv->sock = NULL;
@@ -238,6 +294,47 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 	srv->drain_timer = event_new(srv->base, -1, EV_PERSIST,
 	    server_drain_cb, srv);
 	event_add(srv->drain_timer, &tv);
+}
+
+/* Loop timer: tells systemd's watchdog the loop is alive. */
+static void
+server_watchdog_cb(evutil_socket_t fd, short what, void *arg)
+{
+	notify_send("WATCHDOG=1");
+}
+
+/* Runs once the loop is running: the port answers from now on. */
+static void
+server_ready_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	notify_send("READY=1\nSTATUS=listening on %s", srv->listen_name);
+}
+
+/* Sets up systemd notifications and the watchdog timer. */
+static void
+server_notify_start(struct server *srv)
+{
+	struct timeval tv;
+	char *cause = NULL;
+	int64_t usec;
+
+	if (notify_open(&cause) < 0) {
+		log_warn("systemd notify disabled: %s", cause);
+		free(cause);
+		return;
+	}
+	if ((usec = notify_watchdog_usec()) <= 0)
+		return;
+	usec /= 2;
+	tv.tv_sec = (time_t)(usec / 1000000);
+	tv.tv_usec = (suseconds_t)(usec % 1000000);
+	srv->watchdog_timer = event_new(srv->base, -1, EV_PERSIST,
+	    server_watchdog_cb, srv);
+	event_add(srv->watchdog_timer, &tv);
+	log_info("systemd watchdog: pinging every %lld ms",
+	    (long long)(usec / 1000));
 }
 
 /* Loop timer: cancels jobs whose clients went away. */
@@ -292,6 +389,7 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 
 	memset(srv, 0, sizeof *srv);
 	srv->cfg = cfg;
+	srv->metrics = metrics_new();
 	TAILQ_INIT(&srv->watched);
 	if (server_split_addr(cfg->addr, &host, &port, cause) < 0)
 		return -1;
@@ -357,10 +455,14 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	srv->watch_timer = event_new(srv->base, -1, EV_PERSIST,
 	    server_watch_cb, srv);
 	event_add(srv->watch_timer, &tv);
-	log_info("listening on %s%s%s:%d (data %s, %d workers)",
-	    strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
-	    srv->port, cfg->data_dir, (int)cfg->workers);
+	srv->listen_name = xasprintf("%s%s%s:%d", strchr(host, ':') ? "[" :
+	    "", host, strchr(host, ':') ? "]" : "", srv->port);
+	log_info("listening on %s (data %s, %d workers)", srv->listen_name,
+	    cfg->data_dir, (int)cfg->workers);
 	free(host);
+	srv->retention = retention_new(srv, cfg->retention_ns,
+	    cfg->retention_interval_ns);
+	server_notify_start(srv);
 	return 0;
 }
 
@@ -368,6 +470,9 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 void
 server_run(struct server *srv)
 {
+	struct timeval now = { 0, 0 };
+
+	event_base_once(srv->base, -1, EV_TIMEOUT, server_ready_cb, srv, &now);
 	event_base_dispatch(srv->base);
 }
 
@@ -375,8 +480,10 @@ server_run(struct server *srv)
 void
 server_free(struct server *srv)
 {
+	retention_stop(srv->retention);
 	if (srv->pool != NULL)
 		pool_free(srv->pool);	/* runs last done()s: replies */
+	retention_free(srv->retention);
 	if (srv->io_pool != NULL)
 		pool_free(srv->io_pool);
 	if (srv->http != NULL)
@@ -395,6 +502,11 @@ server_free(struct server *srv)
 		event_free(srv->watch_timer);
 	if (srv->drain_timer != NULL)
 		event_free(srv->drain_timer);
+	if (srv->watchdog_timer != NULL)
+		event_free(srv->watchdog_timer);
+	notify_close();
+	metrics_free(srv->metrics);
+	free(srv->listen_name);
 	if (srv->base != NULL)
 		event_base_free(srv->base);
 	memset(srv, 0, sizeof *srv);

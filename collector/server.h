@@ -17,6 +17,8 @@ struct event;
 struct pool;
 struct store;
 struct httpjob;
+struct metrics;
+struct retention;
 struct conns;
 struct auth;
 
@@ -33,11 +35,15 @@ struct server {
 	struct event			*sig_hup;
 	struct event			*watch_timer;	/* client-gone checks */
 	struct event			*drain_timer;	/* shutdown progress */
+	struct event			*watchdog_timer; /* systemd WATCHDOG=1 */
+	struct metrics			*metrics;
+	struct retention		*retention;
 	int64_t				 drain_deadline_ns;
 	int				 stopping;
 	int				 unsent;	/* replies being written */
 	TAILQ_HEAD(, httpjob)		 watched;	/* jobs to cancel */
 	int				 port;		/* bound port */
+	char				*listen_name;	/* "host:port" bound */
 	struct conns			*conns;		/* open connections */
 	struct auth			*auth;		/* NULL: no tokens needed */
 };

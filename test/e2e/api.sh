@@ -8,7 +8,7 @@
 [ -d "$PROFD_CORPUS" ] || skip_all "corpus not found at $PROFD_CORPUS"
 command -v jq >/dev/null || skip_all "jq not installed"
 
-profd_start --workers 2 || { not_ok "profd starts"; done_testing; }
+profd_start --workers 2 --retention 0 || { not_ok "profd starts"; done_testing; }
 ok "profd starts and listens on a free port"
 
 rows() { sqlite3 "$PROFD_DIR/meta.db" 'SELECT count(*) FROM profiles' 2>/dev/null; }
@@ -197,7 +197,7 @@ kill -0 "$PROFD_PID" && ok "daemon still running" || not_ok "daemon still runnin
 # --- restart keeps everything ----------------------------------------------
 profd_stop	# finishes uploads still in flight (the abandoned ones above)
 before=$(rows)
-profd_start --workers 2 || not_ok "profd restarts"
+profd_start --workers 2 --retention 0 || not_ok "profd restarts"
 is "$(api "/api/0/profiles?service=corpus&$W&limit=100000" | jq '.body | length')" 425 "after restart the corpus is still listed"
 is "$(rows)" "$before" "rows unchanged by restart"
 grep -q 'no blob\|removed' "$PROFD_LOG" && not_ok "clean restart reports no orphans" || ok "clean restart reports no orphans"

@@ -1,0 +1,21 @@
+/*
+ * The operations endpoints, outside /api/0 and open without auth:
+ * GET /metrics (Prometheus text format) and GET /healthz.
+ */
+#ifndef PROFD_API_OPS_H
+#define PROFD_API_OPS_H
+
+#define API_OPS_HEALTHZ_TIMEOUT_MS	5000	/* for the pool to run a job */
+
+struct server;
+struct evhttp_request;
+struct params;
+
+/* GET /metrics */
+void	api_metrics(struct server *, struct evhttp_request *,
+	    const struct params *);
+/* GET /healthz: 200 "ok", or 503 saying which part did not answer. */
+void	api_healthz(struct server *, struct evhttp_request *,
+	    const struct params *);
+
+#endif

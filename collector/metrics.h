@@ -1,0 +1,74 @@
+/*
+ * Counters and histograms for GET /metrics (Prometheus text format 0.0.4).
+ *
+ * Requests are counted where they start (server.c's router, which knows the
+ * route) and where they end (reply.c, which knows the status code): every
+ * request of ours ends in exactly one reply, so the pair brackets it and
+ * gives its latency. Both run on the loop thread, as does rendering, so
+ * those counters take no lock. What workers report (store totals, retention
+ * deletions) goes through atomics.
+ */
+#ifndef PROFD_METRICS_H
+#define PROFD_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The route label of a request. */
+enum metrics_route {
+	METRICS_ROUTE_UPLOAD,		/* POST /api/0/profiles */
+	METRICS_ROUTE_LIST,		/* GET /api/0/profiles */
+	METRICS_ROUTE_GET,		/* GET /api/0/profiles/{id} */
+	METRICS_ROUTE_GET_MERGED,	/* GET /api/0/profiles/{id}+{id} */
+	METRICS_ROUTE_MERGE,		/* GET /api/0/profiles/merge */
+	METRICS_ROUTE_SERVICES,
+	METRICS_ROUTE_LABELS,
+	METRICS_ROUTE_VERSION,
+	METRICS_ROUTE_METRICS,
+	METRICS_ROUTE_HEALTHZ,
+	METRICS_ROUTE_OTHER,		/* unknown paths, wrong methods */
+	METRICS_NROUTES
+};
+
+/* Values read at scrape time by the caller (loop thread). */
+struct metrics_gauges {
+	int	queued;		/* jobs waiting for a worker */
+	int	inflight;	/* jobs accepted and not completed */
+	int	workers;
+	int64_t	retention_ns;	/* 0: keep forever */
+};
+
+struct metrics;
+
+struct metrics	*metrics_new(void);
+void		 metrics_free(struct metrics *);
+
+/* The label value of a route ("upload", "list", ...). */
+const char	*metrics_route_name(enum metrics_route);
+
+/*
+ * Loop thread: a request arrived for route; body is the bytes of an upload
+ * body (0 otherwise). The clock starts now.
+ */
+void	metrics_request_start(struct metrics *, const void *req,
+	    enum metrics_route, size_t body);
+/* Loop thread: the reply to req goes out with code; stops its clock. */
+void	metrics_request_end(struct metrics *, const void *req, int code);
+
+/* Any thread: the store's totals, cached for scrapes. */
+void	metrics_set_totals(struct metrics *, int64_t profiles, int64_t bytes);
+/* Any thread: one retention sweep finished (deleted profiles, ok or not). */
+void	metrics_retention_sweep(struct metrics *, uint64_t deleted, int failed,
+	    int64_t duration_ns);
+/* Any thread: n profiles deleted by retention so far in a sweep. */
+void	metrics_retention_deleted(struct metrics *, uint64_t n);
+
+/* Loop thread: writes every metric in text format 0.0.4. */
+void	metrics_render(struct metrics *, const struct metrics_gauges *,
+	    FILE *out);
+/* The same into a new string (*len: OUT its length). */
+char	*metrics_render_string(struct metrics *, const struct metrics_gauges *,
+	    size_t *len);
+
+#endif
