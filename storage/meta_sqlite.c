@@ -299,9 +299,13 @@ meta_sqlite_open(const char *path, char **cause)
 
 	if ((w = meta_conn_open(path, cause)) == NULL)
 		return NULL;
-	/* The writer touches every index on each insert: keep them cached. */
+	/* The writer touches every index on each insert: keep them cached.
+	 * After a checkpoint the WAL file is cut back to 64 MiB, so the
+	 * space retention frees really returns to the disk. */
 	if (meta_exec(w->db, "PRAGMA cache_size = -" META_WRITER_CACHE_KIB,
-	    cause, path) == -1 || meta_schema_init(w, cause) == -1) {
+	    cause, path) == -1 || meta_exec(w->db,
+	    "PRAGMA journal_size_limit = 67108864", cause, path) == -1 ||
+	    meta_schema_init(w, cause) == -1) {
 		meta_conn_close(w);
 		return NULL;
 	}
