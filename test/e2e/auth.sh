@@ -45,6 +45,25 @@ if [ -x "$imp" ]; then
 	[ $? -ne 0 ] && ok "profd-import without a token fails" || not_ok "profd-import without a token fails"
 fi
 
+# the agent sends PROFD_TOKEN too (LD_PRELOAD into the plain hotapp; a
+# sanitizer build whose runtime cannot be preloaded skips this part)
+SO=${top_builddir:-.}/agent/.libs/libprofd-agent.so
+HOTAPP=${top_builddir:-.}/agent/examples/hotapp
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
+if [ -f "$SO" ] && [ -x "$HOTAPP" ] && LD_PRELOAD=$SO "$HOTAPP" -s 0 >/dev/null 2>&1; then
+	LD_PRELOAD=$SO PROFD_SERVICE=agent-auth PROFD_COLLECTOR=$PROFD_URL PROFD_TOKEN=writer-0123456789 \
+	    PROFD_WINDOW=1 PROFD_PERIOD=1 "$HOTAPP" -s 3 >/dev/null 2>&1
+	LD_PRELOAD=$SO PROFD_SERVICE=agent-noauth PROFD_COLLECTOR=$PROFD_URL \
+	    PROFD_WINDOW=1 PROFD_PERIOD=1 "$HOTAPP" -s 2 >/dev/null 2>&1
+	api "/api/0/profiles?service=agent-auth&type=cpu&from=now-5m" -H 'Authorization: Bearer reader-0123456789' >/dev/null
+	n=$(echo "$BODY" | jq '.body | length')
+	check "the agent uploads with PROFD_TOKEN ($n profiles)" test "${n:-0}" -ge 1
+	api "/api/0/profiles?service=agent-noauth&type=cpu&from=now-5m" -H 'Authorization: Bearer reader-0123456789' >/dev/null
+	is "$(echo "$BODY" | jq '.body | length')" 0 "the agent without a token stores nothing (401)"
+else
+	diag "agent not built or not preloadable in this build: agent token checks skipped"
+fi
+
 # SIGHUP re-reads the file; a broken file keeps the old tokens
 echo "fresh-0123456789 admin" > "$tokens"
 kill -HUP "$PROFD_PID"; sleep 0.3
