@@ -24,8 +24,9 @@
  *
  * Wire rules of protobuf-c 1.4.1 (protobuf-c.c, and probed against the
  * installed library): a key takes at most 5 bytes and its first byte must
- * not be below 8 (field 0), though an overlong key of field 0 such as
- * 80 00 passes; unknown field numbers are skipped; wire types 3, 4, 6 and 7
+ * not be below 8 (field 0); an overlong key of field 0 such as 80 00
+ * passes there, but profd refuses field 0 in any form (see scan_next);
+ * unknown field numbers are skipped; wire types 3, 4, 6 and 7
  * fail; a varint takes at most 10 bytes (bits past 64 are dropped); a length
  * prefix takes at most 5 bytes and must not run past the end; a known
  * scalar field needs the varint wire type, except that a repeated one may
@@ -188,6 +189,11 @@ scan_next(const uint8_t **pp, const uint8_t *end, struct scan_field *f)
 			return -1;
 		p += n;
 	}
+	/* Field 0 is never valid. protobuf-c accepts it in an overlong key
+	 * (80 00), keeps it as an unknown field, and then packs it in the
+	 * one-byte form its own unpack refuses: refuse it in every form. */
+	if ((v >> 3) == 0)
+		return -1;
 	f->num = (uint32_t)(v >> 3);
 	f->wt = (unsigned)(v & 7);
 	switch (f->wt) {

@@ -291,10 +291,11 @@ enum hand_case {
 	H_MIXED,		/* values half unpacked, half packed */
 	H_REVERSED,		/* top-level fields in reverse order */
 	H_INTERLEAVED,		/* samples between strings and locations */
-	H_UNKNOWN,		/* unknown fields of every wire type, field 0 */
+	H_UNKNOWN,		/* unknown fields of every wire type */
 	H_GROUP,		/* an unknown field of wire type 3 */
 	H_WT6,			/* wire type 6 */
 	H_FIELD0,		/* a one-byte key of field 0 */
+	H_FIELD0_LONG,		/* an overlong key of field 0 */
 	H_WT_TIME,		/* time_nanos as fixed64 */
 	H_WT_SAMPLE_TYPE,	/* sample_type as a varint */
 	H_WT_LOCID,		/* location_id as fixed32 */
@@ -459,10 +460,10 @@ hand_objects(struct buf *b, enum hand_case c)
 	put_int(&l, 1, lid[0]);
 	put_int(&l, 2, c == H_MAPPING_REF || c == H_ORDER1 ||
 	    c == H_ORDER3 ? 4 : 1);
-	if (c == H_UNKNOWN) {
+	if (c == H_UNKNOWN)
 		put_int(&l, 6, 1);
+	if (c == H_FIELD0_LONG)		/* field 0 again, inside a location */
 		put(&l, "\x82\x00\x02zz", 5);
-	}
 	put_msg(b, 4, &l);
 	put_int(&l, 1, lid[1]);
 	if (c == H_WT_LINE)
@@ -512,8 +513,9 @@ hand_scalars(struct buf *b, enum hand_case c)
 	put_int(b, 7, c == H_DROP_INDEX ? 10 : 0);
 	put_int(b, 13, 1);
 	put_int(b, 13, c == H_COMMENT_INDEX ? 10 : 2);
-	if (c == H_UNKNOWN) {
+	if (c == H_FIELD0_LONG)
 		put(b, "\x80\x00\x05", 3);	/* field 0, overlong key */
+	if (c == H_UNKNOWN) {
 		put_tag(b, 99, 1);
 		put(b, "12345678", 8);
 		put_tag(b, 100, 5);
@@ -605,11 +607,15 @@ static const struct hand_want hand_wants[] = {
 	    "samples/count,cpu/nanoseconds" },
 	{ H_INTERLEAVED, "fields interleaved", 0,
 	    "samples/count,cpu/nanoseconds" },
-	{ H_UNKNOWN, "unknown fields and field 0", 0,
+	{ H_UNKNOWN, "unknown fields", 0,
 	    "samples/count,cpu/nanoseconds" },
 	{ H_GROUP, "wire type 3", PPROF_EINVAL, "not a pprof profile" },
 	{ H_WT6, "wire type 6", PPROF_EINVAL, "not a pprof profile" },
 	{ H_FIELD0, "key byte of field 0", PPROF_EINVAL,
+	    "not a pprof profile" },
+	/* protobuf-c accepts this one, then cannot unpack what it packs
+	 * from it (fuzz_pprof found it): the scanner refuses it. */
+	{ H_FIELD0_LONG, "overlong key of field 0", PPROF_EINVAL,
 	    "not a pprof profile" },
 	{ H_WT_TIME, "time_nanos as fixed64", PPROF_EINVAL,
 	    "not a pprof profile" },
@@ -708,7 +714,8 @@ test_hand(void)
 		else
 			good = code == w->code && cause != NULL &&
 			    strncmp(cause, w->cause, strlen(w->cause)) == 0;
-		ok(good && d == NULL, "hand: %s: %s%s%s", w->name,
+		ok(good && (d == NULL || w->c == H_FIELD0_LONG),
+		    "hand: %s: %s%s%s", w->name,
 		    code == 0 ? sum.sample_types : cause, d ? "; " : "",
 		    d ? d : "");
 		free(d);
