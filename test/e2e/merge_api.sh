@@ -33,23 +33,7 @@ W='from=2026-11-22T00:00:00&to=2026-11-22T00:59:59'
 # gperftools' profile has time_nanos 0: created_at puts it in the window.
 GPERF_AT=2026-11-22T00:30:00
 
-# top INDEX FILE...: the total, then sorted "flat cum name" rows of
-# pprof -top for one sample index (as in merge_vs_pprof.sh).
-top() {
-	local i=$1; shift
-	go tool pprof -top -nodecount=1000000 -nodefraction=0 \
-	    -edgefraction=0 -unit=ns -sample_index="$i" "$@" 2>/dev/null |
-	    awk '/^Showing nodes accounting for/ {
-		sub(/.* of /, ""); print "total", $0 }
-	    f { flat=$1; cum=$4; $1=$2=$3=$4=$5=""; sub(/^ +/, "");
-		print flat, cum, $0 } /^ *flat +flat%/ { f=1 }' | LC_ALL=C sort
-}
-
-# ntypes FILE: number of sample types (pprof -raw's line after "Samples:").
-ntypes() {
-	go tool pprof -raw "$1" 2>/dev/null |
-	    awk '/^Samples:/ { getline; print NF; exit }'
-}
+. "${top_srcdir:-.}/test/e2e/pprof_read.sh"
 
 # nlocs FILE: number of locations in a profile.
 nlocs() {
@@ -57,21 +41,6 @@ nlocs() {
 	    /^Mappings/ { on = 0 } on && /^ +[0-9]+: /' | wc -l
 }
 
-# keys FILE...: distinct symbolized location keys (every line's function,
-# file and line, without address or mapping), as in merge_vs_pprof.sh.
-keys() {
-	local f
-	for f in "$@"; do
-		go tool pprof -raw "$f" 2>/dev/null | awk '
-		    /^Locations/ { on = 1; next }
-		    /^Mappings/ { on = 0 }
-		    !on { next }
-		    /^ +[0-9]+: / { if (k != "") print k; k = ""
-			$1 = ""; $2 = ""; $3 = "" }
-		    { sub(/ s=[0-9]+$/, ""); sub(/^ +/, ""); k = k "|" $0 }
-		    END { if (k != "") print k }'
-	done | LC_ALL=C sort -u | wc -l
-}
 
 # get PATH OUT: downloads PATH into OUT; sets HTTP_CODE, headers in $T_TMP/hdr.
 get() {
