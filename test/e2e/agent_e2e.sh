@@ -49,8 +49,12 @@ check "collector down: the work took its 4 s (${work}s)" \
     awk -v w="$work" 'BEGIN { exit !(w >= 3.9 && w < 4.5) }'
 check "collector down: exits promptly, no 2 s flush wait (${total}s)" \
     awk -v t="$total" 'BEGIN { exit !(t < 5.5) }'
-check "collector down: RSS stays flat (${rss1} -> ${rss2} kB)" \
-    test -n "$rss1" -a -n "$rss2" -a "$((rss2 - rss1))" -lt 1024
+# ASan keeps freed blocks in its quarantine, so RSS creeps there even
+# when nothing leaks: a looser bound in sanitizer builds.
+grow_kb=1024
+nm -D "$SO" 2>/dev/null | grep -q __asan_ && grow_kb=8192
+check "collector down: RSS stays flat (${rss1} -> ${rss2} kB, bound +${grow_kb})" \
+    test -n "$rss1" -a -n "$rss2" -a "$((rss2 - rss1))" -lt "$grow_kb"
 check "collector down: uploads were retried" \
     grep -q 'upload failed (connection' "$T_TMP/err"
 check "collector down: the bounded queue dropped the oldest" \

@@ -15,9 +15,10 @@ HEAP=$PROFD_CORPUS/go/bigstacks/heap_B_02.pb.gz	# 2.1 MB, 18 MB inflated
 BIG=${FLOOD_FILE:-$PROFD_CORPUS/go/bigstacks/cpu_A_01.pb.gz}	# 400 KB
 [ -f "$BIG" ] && [ -f "$HEAP" ] || skip_all "missing bigstacks profiles"
 W='from=2020-01-01T00:00:00&to=2100-01-01T00:00:00'
-# ASan's shadow memory and quarantine inflate RSS: allow more there.
-if nm -an "$PROFD" 2>/dev/null | grep -q __asan_init ||
-    ldd "$PROFD" 2>/dev/null | grep -q libasan; then
+# ASan's shadow memory and quarantine, and TSan's shadow memory, inflate
+# RSS: allow more there.
+if nm -an "$PROFD" 2>/dev/null | grep -qE '__(asan|tsan)_init' ||
+    ldd "$PROFD" 2>/dev/null | grep -qE 'lib(asan|tsan)'; then
 	RSS_MB=${FLOOD_RSS_MB:-1024}
 else
 	RSS_MB=${FLOOD_RSS_MB:-300}
