@@ -75,7 +75,7 @@ ok "profd starts"
 NSETS=0
 compare() {
 	local name=$1 type=$2; shift 2
-	local set=s$NSETS ours=$T_TMP/ours.pb.gz theirs=$T_TMP/theirs.pb.gz
+	local set=s$NSETS ours=$T_TMP/ours.pb.gz
 	local byid=$T_TMP/byid.pb.gz ids= f i n extra=
 	NSETS=$((NSETS + 1))
 	[ "$type" = gpercpu ] && { type=cpu; extra="created_at=$GPERF_AT"; }
@@ -92,35 +92,9 @@ compare() {
 		not_ok "$name: merge by query: HTTP $HTTP_CODE $(head -c 300 "$ours")"
 		return
 	fi
-	if ! go tool pprof -proto "$@" >"$theirs" 2>/dev/null; then
-		not_ok "$name: go tool pprof -proto failed"
-		return
-	fi
-	n=$(ntypes "$theirs")
-	if [ -z "$n" ] || [ "$n" != "$(ntypes "$ours")" ]; then
-		not_ok "$name: sample types ($n vs $(ntypes "$ours"))"
-		return
-	fi
-	for ((i = 0; i < n; i++)); do
-		top "$i" "$ours" >"$T_TMP/top.ours"
-		cp "$T_TMP/top.ours" "$T_TMP/top.ours.$i"
-		top "$i" "$theirs" | grep -v '^total ' >"$T_TMP/top.theirs"
-		top "$i" "$@" >"$T_TMP/top.direct"
-		if ! grep -q '^total ' "$T_TMP/top.direct"; then
-			not_ok "$name: pprof -top printed no total for index $i"
-		elif ! grep -v '^total ' "$T_TMP/top.ours" |
-		    cmp -s - "$T_TMP/top.theirs"; then
-			not_ok "$name: index $i: functions differ from pprof -proto's"
-			grep -v '^total ' "$T_TMP/top.ours" |
-			    diff - "$T_TMP/top.theirs" | head -10 | sed 's/^/# /'
-		elif ! cmp -s "$T_TMP/top.ours" "$T_TMP/top.direct"; then
-			not_ok "$name: index $i: differs from pprof -top of the inputs"
-			diff "$T_TMP/top.ours" "$T_TMP/top.direct" | head -10 |
-			    sed 's/^/# /'
-		else
-			ok "$name ($# files, type=$type): index $i, $(($(wc -l <"$T_TMP/top.ours") - 1)) functions identical, $(grep '^total ' "$T_TMP/top.ours" | sed 's/ total$//')"
-		fi
-	done
+	compare_merged "$name (type=$type)" "$ours" "$@"
+	n=$CMP_N
+	[ "$n" -gt 0 ] || return
 	get "/api/0/profiles/$ids" "$byid"
 	for ((i = 0; i < n; i++)); do
 		top "$i" "$byid" | cmp -s - "$T_TMP/top.ours.$i" || break

@@ -26,40 +26,13 @@ command -v go >/dev/null 2>&1 || skip_all "go tool pprof not installed"
 compare() {
 	local name=$1 jobs=; shift
 	if [ "$1" = -j ]; then jobs="-j $2"; shift 2; fi
-	local ours=$T_TMP/ours.pb.gz theirs=$T_TMP/theirs.pb.gz i n
-	rm -f "$ours" "$theirs"
+	local ours=$T_TMP/ours.pb.gz
+	rm -f "$ours"
 	if ! $MF $jobs "$ours" "$@" 2>"$T_TMP/mf.err"; then
 		not_ok "$name: merge_files failed: $(cat "$T_TMP/mf.err")"
 		return
 	fi
-	if ! go tool pprof -proto "$@" >"$theirs" 2>/dev/null; then
-		not_ok "$name: go tool pprof -proto failed"
-		return
-	fi
-	n=$(ntypes "$theirs")
-	if [ -z "$n" ] || [ "$n" != "$(ntypes "$ours")" ]; then
-		not_ok "$name: sample types ($n vs $(ntypes "$ours"))"
-		return
-	fi
-	for ((i = 0; i < n; i++)); do
-		top "$i" "$ours" >"$T_TMP/top.ours"
-		top "$i" "$theirs" | grep -v '^total ' >"$T_TMP/top.theirs"
-		top "$i" "$@" >"$T_TMP/top.direct"
-		if ! grep -q '^total ' "$T_TMP/top.direct"; then
-			not_ok "$name: pprof -top printed no total for index $i"
-		elif ! grep -v '^total ' "$T_TMP/top.ours" |
-		    cmp -s - "$T_TMP/top.theirs"; then
-			not_ok "$name: index $i: functions differ from pprof -proto's"
-			grep -v '^total ' "$T_TMP/top.ours" |
-			    diff - "$T_TMP/top.theirs" | head -10 | sed 's/^/# /'
-		elif ! cmp -s "$T_TMP/top.ours" "$T_TMP/top.direct"; then
-			not_ok "$name: index $i: differs from pprof -top of the inputs"
-			diff "$T_TMP/top.ours" "$T_TMP/top.direct" | head -10 |
-			    sed 's/^/# /'
-		else
-			ok "$name (${#@} files): index $i, $(($(wc -l <"$T_TMP/top.ours") - 1)) functions identical, $(grep '^total ' "$T_TMP/top.ours")"
-		fi
-	done
+	compare_merged "$name" "$ours" "$@"
 }
 
 G=$C/go

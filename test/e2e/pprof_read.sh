@@ -34,3 +34,45 @@ keys() {
 		    END { if (k != "") print k }'
 	done | LC_ALL=C sort -u | wc -l
 }
+
+# compare_merged LABEL OURS FILE...: checks the merged profile OURS against
+# go tool pprof: for every sample index its function rows (flat, cum) equal
+# those of `go tool pprof -proto FILE...`, and with the total those of
+# `go tool pprof -top FILE...`. One TAP line per index. Leaves the number of
+# sample types in CMP_N (0 when it could not compare) and each index's rows
+# in $T_TMP/top.ours.I.
+compare_merged() {
+	local label=$1 ours=$2 theirs=$T_TMP/theirs.pb.gz i
+	shift 2
+	CMP_N=0
+	rm -f "$theirs"
+	if ! go tool pprof -proto "$@" >"$theirs" 2>/dev/null; then
+		not_ok "$label: go tool pprof -proto failed"
+		return
+	fi
+	CMP_N=$(ntypes "$theirs")
+	if [ -z "$CMP_N" ] || [ "$CMP_N" != "$(ntypes "$ours")" ]; then
+		not_ok "$label: sample types ($CMP_N vs $(ntypes "$ours"))"
+		CMP_N=0
+		return
+	fi
+	for ((i = 0; i < CMP_N; i++)); do
+		top "$i" "$ours" >"$T_TMP/top.ours.$i"
+		top "$i" "$theirs" | grep -v '^total ' >"$T_TMP/top.theirs"
+		top "$i" "$@" >"$T_TMP/top.direct"
+		if ! grep -q '^total ' "$T_TMP/top.direct"; then
+			not_ok "$label: pprof -top printed no total for index $i"
+		elif ! grep -v '^total ' "$T_TMP/top.ours.$i" |
+		    cmp -s - "$T_TMP/top.theirs"; then
+			not_ok "$label: index $i: functions differ from pprof -proto's"
+			grep -v '^total ' "$T_TMP/top.ours.$i" |
+			    diff - "$T_TMP/top.theirs" | head -10 | sed 's/^/# /'
+		elif ! cmp -s "$T_TMP/top.ours.$i" "$T_TMP/top.direct"; then
+			not_ok "$label: index $i: differs from pprof -top of the inputs"
+			diff "$T_TMP/top.ours.$i" "$T_TMP/top.direct" | head -10 |
+			    sed 's/^/# /'
+		else
+			ok "$label ($# files): index $i, $(($(wc -l <"$T_TMP/top.ours.$i") - 1)) functions identical, $(grep '^total ' "$T_TMP/top.ours.$i")"
+		fi
+	done
+}
