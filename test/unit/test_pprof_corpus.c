@@ -15,36 +15,11 @@
 
 #include "proto/pprof.h"
 #include "test/tap.h"
+#include "test/unit/readfile.h"
 
 #define MAX_INFLATED	((size_t)256 * 1024 * 1024)
 #define LEGACY_FILE	"gperftools/cworker.cpu.prof"
 #define BOMB_FILE	"bad/gzip_bomb_256MiB_zeros.pb.gz"
-
-/* Reads a whole file; NULL on error. */
-static uint8_t *
-read_file(const char *path, size_t *len)
-{
-	FILE	*f;
-	uint8_t	*buf;
-	long	 n;
-
-	if ((f = fopen(path, "rb")) == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET) != 0) {
-		fclose(f);
-		return NULL;
-	}
-	buf = malloc((size_t)n + 1);
-	if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
 
 /* Splits a TSV line in place into at most max fields; returns the count. */
 static size_t

@@ -20,6 +20,7 @@
 #include "proto/pprof.h"
 #include "proto/pprof_scan.h"
 #include "test/tap.h"
+#include "test/unit/readfile.h"
 
 #define MAX_INFLATED	((size_t)64 * 1024 * 1024)
 
@@ -111,32 +112,6 @@ put_packed(struct buf *b, uint32_t num, const uint64_t *v, size_t n)
 	if (sub.p == NULL)
 		put(&sub, "", 0);
 	put_msg(b, num, &sub);
-}
-
-/* Reads a whole file; NULL on error. */
-static uint8_t *
-read_file(const char *path, size_t *len)
-{
-	FILE	*f;
-	uint8_t	*buf;
-	long	 n;
-
-	if ((f = fopen(path, "rb")) == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET) != 0) {
-		fclose(f);
-		return NULL;
-	}
-	buf = malloc((size_t)n + 1);
-	if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
 }
 
 /* The old upload check: inflate, protobuf-c decode, validate, summarize. */
