@@ -1,17 +1,24 @@
 /*
  * Blob files. A write goes to a temp file in the blob's own directory
- * (.tmp.ID.XXXXXX), is fsynced, renamed into place without replacing an
+ * (.tmp.ID.XXXXXX) and is renamed into place without replacing an
  * existing blob (renameat2 RENAME_NOREPLACE, or link+unlink where the file
- * system lacks it), and the directory is fsynced so the name is durable
- * too. Anything named .tmp.* is garbage from an interrupted write and is
- * removed by the startup check (recover.c) through blobs_scan.
+ * system lacks it); then the data and the new name are made durable before
+ * the write returns. Anything named .tmp.* is garbage from an interrupted
+ * write and is removed by the startup check (recover.c) through
+ * blobs_scan; a blob whose row never committed is an orphan it removes.
  *
- * Directory fsyncs are shared between concurrent writers (ids are
- * time-sortable, so concurrent blobs mostly land in one directory): a
- * writer queues its request after its rename; whoever finds no fsync
- * running takes every queued request and fsyncs each distinct directory
- * once. An fsync started after a rename covers it, so every writer still
- * returns only once its own name is durable.
+ * Durability is shared between concurrent writers: a writer queues itself
+ * after its rename; whoever finds no sync running takes every queued
+ * writer and calls syncfs(2) once on the blob file system, which writes
+ * back all their data and commits one journal transaction for all their
+ * names (one flush instead of a file fsync per blob plus a directory
+ * fsync). A sync started after a rename covers it. Each writer then calls
+ * fdatasync on its own file, which by then has nothing to write: it only
+ * reports a write-back error of that file (per-file error reporting, which
+ * syncfs alone cannot promise when another sync consumed the error first).
+ * syncfs also writes back other files' dirty data on the same file
+ * system; the README suggests a data directory on its own file system
+ * when other programs write heavily beside it.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -36,9 +43,8 @@
 /* Longest root that leaves room for "/xx/.tmp.ID.XXXXXX". */
 #define BLOBS_ROOT_MAX	(PATH_MAX - 64)
 
-/* A writer waiting for its blob's directory to be fsynced. */
+/* A writer waiting for its blob to be made durable. */
 struct blobs_sync {
-	const char		*dir;
 	int			 done;
 	char			*cause;
 	struct blobs_sync	*next;
@@ -46,8 +52,9 @@ struct blobs_sync {
 
 struct blobs {
 	char			*root;		/* DATA_DIR/blobs */
+	int			 root_fd;	/* for syncfs */
 
-	/* Shared directory fsyncs; see blobs_sync_dir_shared. */
+	/* Shared syncs; see blobs_sync_shared. */
 	pthread_mutex_t		 mu;
 	pthread_cond_t		 cond;
 	int			 syncing;
@@ -85,6 +92,13 @@ blobs_open(const char *data_dir, char **cause)
 	}
 	b = xcalloc(1, sizeof *b);
 	b->root = root;
+	if ((b->root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
+	    -1) {
+		xcause(cause, "open %s: %s", root, strerror(errno));
+		free(root);
+		free(b);
+		return NULL;
+	}
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_cond_init(&b->cond, NULL);
 	return b;
@@ -98,6 +112,7 @@ blobs_close(struct blobs *b)
 		return;
 	pthread_mutex_destroy(&b->mu);
 	pthread_cond_destroy(&b->cond);
+	close(b->root_fd);
 	free(b->root);
 	free(b);
 }
@@ -145,13 +160,12 @@ blobs_sync_dir(const char *dir, char **cause)
 	return 0;
 }
 
-/* fsyncs dir, sharing one fsync with concurrent callers (see the top). */
+/* One syncfs for every writer queued so far, shared (see the top). */
 static int
-blobs_sync_dir_shared(struct blobs *b, const char *dir, char **cause)
+blobs_sync_shared(struct blobs *b, char **cause)
 {
-	struct blobs_sync	 req = { .dir = dir }, *batch, *p, *q, *next;
+	struct blobs_sync	 req = { 0 }, *batch, *p, *next;
 	char			*why;
-	int			 done;
 
 	pthread_mutex_lock(&b->mu);
 	req.next = b->pending;
@@ -165,24 +179,18 @@ blobs_sync_dir_shared(struct blobs *b, const char *dir, char **cause)
 		batch = b->pending;
 		b->pending = NULL;
 		pthread_mutex_unlock(&b->mu);
-		for (p = batch; p != NULL; p = p->next) {
-			for (q = batch, done = 0; q != p; q = q->next)
-				done |= strcmp(q->dir, p->dir) == 0;
-			if (done)
-				continue;	/* synced for an earlier one */
-			why = NULL;
-			blobs_sync_dir(p->dir, &why);
-			for (q = p; q != NULL && why != NULL; q = q->next) {
-				if (strcmp(q->dir, p->dir) == 0)
-					q->cause = xstrdup(why);
-			}
-			free(why);
-		}
+		why = NULL;
+		if (syncfs(b->root_fd) == -1)
+			why = xasprintf("syncfs %s: %s", b->root,
+			    strerror(errno));
 		pthread_mutex_lock(&b->mu);
 		for (p = batch; p != NULL; p = next) {
 			next = p->next;
+			if (why != NULL)
+				p->cause = xstrdup(why);
 			p->done = 1;	/* p may be gone once mu is dropped */
 		}
+		free(why);
 		b->syncing = 0;
 		pthread_cond_broadcast(&b->cond);
 	}
@@ -262,16 +270,6 @@ blobs_write(struct blobs *b, const char *id, const void *buf, size_t len,
 		p += w;
 		len -= (size_t)w;
 	}
-	if (fsync(fd) == -1) {
-		why = xasprintf("fsync %s: %s", tmp, strerror(errno));
-		goto fail_temp;
-	}
-	if (close(fd) == -1) {
-		fd = -1;
-		why = xasprintf("close %s: %s", tmp, strerror(errno));
-		goto fail_temp;
-	}
-	fd = -1;
 	if (blobs_rename_noreplace(tmp, path) == -1) {
 		if (errno == EEXIST)
 			why = xasprintf("already exists");
@@ -280,12 +278,24 @@ blobs_write(struct blobs *b, const char *id, const void *buf, size_t len,
 			    strerror(errno));
 		goto fail_temp;
 	}
-	if (blobs_sync_dir_shared(b, dir, &why) == -1) {
-		unlink(path);
-		goto fail;
+	if (blobs_sync_shared(b, &why) == -1)
+		goto fail_blob;
+	if (fdatasync(fd) == -1) {
+		why = xasprintf("fdatasync %s: %s", path, strerror(errno));
+		goto fail_blob;
+	}
+	if (close(fd) == -1) {
+		fd = -1;
+		why = xasprintf("close %s: %s", path, strerror(errno));
+		goto fail_blob;
 	}
 	return 0;
 
+fail_blob:
+	if (fd != -1)
+		close(fd);
+	unlink(path);
+	goto fail;
 fail_temp:
 	if (fd != -1)
 		close(fd);

@@ -1,8 +1,8 @@
 /*
  * Blob files: the uploaded bytes of each profile under
  * DATA_DIR/blobs/xx/ID (xx = the first two characters of ID), written
- * durably (temp file, fsync, rename without replacing, fsync of the
- * directory) and scanned at startup by recover.c.
+ * durably (temp file, rename without replacing, one syncfs shared by
+ * concurrent writers, see blobs.c) and scanned at startup by recover.c.
  */
 #ifndef PROFD_BLOBS_H
 #define PROFD_BLOBS_H
