@@ -33,8 +33,10 @@ httpjob_work_cb(struct pool_job *pj)
 		return;
 	}
 	job->work(job);
-	if (job->io != NULL && job->error == NULL && job->json == NULL)
+	if (job->io != NULL && job->error == NULL && job->json == NULL) {
 		job->io_pending = 1;
+		job->pj.next = job->srv->io_pool;	/* straight on */
+	}
 }
 
 /* Frees the job and its result. */
@@ -58,11 +60,6 @@ httpjob_done_cb(struct pool_job *pj)
 	struct httpjob *job = (struct httpjob *)pj;
 	struct server *srv = job->srv;
 
-	if (job->io_pending) {
-		/* the CPU phase is done: queue the I/O phase */
-		pool_submit_force(srv->io_pool, &job->pj);
-		return;
-	}
 	if (job->watched)
 		TAILQ_REMOVE(&srv->watched, job, watch_entry);
 	if (job->error != NULL)

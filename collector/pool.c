@@ -6,7 +6,9 @@
  * loop (event_active on a base made with evthread_use_pthreads) only when
  * the completion list was empty, and the loop then takes the whole list at
  * once and runs each done() on the loop thread, as memcached's thread.c and
- * redis's bio.c do. Only the loop thread ever touches evhttp objects.
+ * redis's bio.c do. Only the loop thread ever touches evhttp objects. A job
+ * whose work() names a next pool goes straight to that pool's queue (a
+ * CPU phase handing over to an I/O phase) without a trip to the loop.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -64,6 +66,7 @@ pool_worker(void *arg)
 {
 	struct pool *pool = arg;
 	struct pool_job *job;
+	struct pool *next;
 	int was_empty;
 
 	pthread_mutex_lock(&pool->lock);
@@ -78,6 +81,15 @@ pool_worker(void *arg)
 
 		job->work(job);
 
+		if ((next = job->next) != NULL) {
+			/* Counted there before it stops counting here, so a
+			 * drain never sees it in neither pool. */
+			job->next = NULL;
+			pool_submit_force(next, job);
+			pthread_mutex_lock(&pool->lock);
+			pool->inflight--;
+			continue;
+		}
 		pthread_mutex_lock(&pool->lock);
 		was_empty = TAILQ_EMPTY(&pool->done);
 		TAILQ_INSERT_TAIL(&pool->done, job, entry);

@@ -2,20 +2,19 @@
  * Blob files. A write goes to a temp file in the blob's own directory
  * (.tmp.ID.XXXXXX) and is renamed into place without replacing an
  * existing blob (renameat2 RENAME_NOREPLACE, or link+unlink where the file
- * system lacks it); then the data and the new name are made durable before
- * the write returns. Anything named .tmp.* is garbage from an interrupted
+ * system lacks it). Anything named .tmp.* is garbage from an interrupted
  * write and is removed by the startup check (recover.c) through
- * blobs_scan; a blob whose row never committed is an orphan it removes.
+ * blobs_scan, as is a blob whose row never committed.
  *
- * Durability is shared between concurrent writers: a writer queues itself
- * after its rename; whoever finds no sync running takes every queued
- * writer and calls syncfs(2) once on the blob file system, which writes
- * back all their data and commits one journal transaction for all their
- * names (one flush instead of a file fsync per blob plus a directory
- * fsync). A sync started after a rename covers it. Each writer then calls
- * fdatasync on its own file, which by then has nothing to write: it only
- * reports a write-back error of that file (per-file error reporting, which
- * syncfs alone cannot promise when another sync consumed the error first).
+ * Durability is batched by the caller: blobs_create leaves the blob written
+ * but not yet durable and its file open; the metadata group commit then
+ * calls blobs_sync once for the whole batch, which is one syncfs(2) on the
+ * blob file system: it writes back every blob's data and commits one
+ * journal transaction for all their names (instead of an fsync per blob
+ * and per directory). Then blobs_check on each open file reports a
+ * write-back error of that very file (sync_file_range's wait reports the
+ * file's own errors, which syncfs alone cannot promise when an earlier
+ * sync consumed them), and only rows whose blobs pass are committed.
  * syncfs also writes back other files' dirty data on the same file
  * system; the README suggests a data directory on its own file system
  * when other programs write heavily beside it.
@@ -43,22 +42,9 @@
 /* Longest root that leaves room for "/xx/.tmp.ID.XXXXXX". */
 #define BLOBS_ROOT_MAX	(PATH_MAX - 64)
 
-/* A writer waiting for its blob to be made durable. */
-struct blobs_sync {
-	int			 done;
-	char			*cause;
-	struct blobs_sync	*next;
-};
-
 struct blobs {
 	char			*root;		/* DATA_DIR/blobs */
 	int			 root_fd;	/* for syncfs */
-
-	/* Shared syncs; see blobs_sync_shared. */
-	pthread_mutex_t		 mu;
-	pthread_cond_t		 cond;
-	int			 syncing;
-	struct blobs_sync	*pending;
 };
 
 /* Formats a path into buf (PATH_MAX bytes); roots are short enough. */
@@ -99,8 +85,6 @@ blobs_open(const char *data_dir, char **cause)
 		free(b);
 		return NULL;
 	}
-	pthread_mutex_init(&b->mu, NULL);
-	pthread_cond_init(&b->cond, NULL);
 	return b;
 }
 
@@ -110,8 +94,6 @@ blobs_close(struct blobs *b)
 {
 	if (b == NULL)
 		return;
-	pthread_mutex_destroy(&b->mu);
-	pthread_cond_destroy(&b->cond);
 	close(b->root_fd);
 	free(b->root);
 	free(b);
@@ -160,46 +142,24 @@ blobs_sync_dir(const char *dir, char **cause)
 	return 0;
 }
 
-/* One syncfs for every writer queued so far, shared (see the top). */
-static int
-blobs_sync_shared(struct blobs *b, char **cause)
+/* Makes every blob created so far durable: one syncfs (see the top). */
+int
+blobs_sync(struct blobs *b, char **cause)
 {
-	struct blobs_sync	 req = { 0 }, *batch, *p, *next;
-	char			*why;
+	if (syncfs(b->root_fd) == -1)
+		return xcause(cause, "syncfs %s: %s", b->root,
+		    strerror(errno));
+	return 0;
+}
 
-	pthread_mutex_lock(&b->mu);
-	req.next = b->pending;
-	b->pending = &req;
-	while (!req.done) {
-		if (b->syncing) {
-			pthread_cond_wait(&b->cond, &b->mu);
-			continue;
-		}
-		b->syncing = 1;
-		batch = b->pending;
-		b->pending = NULL;
-		pthread_mutex_unlock(&b->mu);
-		why = NULL;
-		if (syncfs(b->root_fd) == -1)
-			why = xasprintf("syncfs %s: %s", b->root,
-			    strerror(errno));
-		pthread_mutex_lock(&b->mu);
-		for (p = batch; p != NULL; p = next) {
-			next = p->next;
-			if (why != NULL)
-				p->cause = xstrdup(why);
-			p->done = 1;	/* p may be gone once mu is dropped */
-		}
-		free(why);
-		b->syncing = 0;
-		pthread_cond_broadcast(&b->cond);
-	}
-	pthread_mutex_unlock(&b->mu);
-	if (req.cause != NULL) {
-		xcause(cause, "%s", req.cause);
-		free(req.cause);
-		return -1;
-	}
+/* Reports a write-back error of the blob open as fd, after blobs_sync. */
+int
+blobs_check(int fd, const char *id, char **cause)
+{
+	if (sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
+	    SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) == -1)
+		return xcause(cause, "write blob %s: %s", id,
+		    strerror(errno));
 	return 0;
 }
 
@@ -243,10 +203,10 @@ blobs_rename_noreplace(const char *tmp, const char *path)
 	return 0;
 }
 
-/* Writes blob id durably; see the top of the file for the order. */
+/* Writes blob id under its name, not yet durable; *fdp: OUT its open fd. */
 int
-blobs_write(struct blobs *b, const char *id, const void *buf, size_t len,
-    char **cause)
+blobs_create(struct blobs *b, const char *id, const void *buf, size_t len,
+    int *fdp, char **cause)
 {
 	char		 dir[PATH_MAX], tmp[PATH_MAX], path[PATH_MAX];
 	const uint8_t	*p = buf;
@@ -254,6 +214,7 @@ blobs_write(struct blobs *b, const char *id, const void *buf, size_t len,
 	int		 fd;
 	ssize_t		 w;
 
+	*fdp = -1;
 	if (!blobs_id_valid(id))
 		return xcause(cause, "write blob: invalid id");
 	blobs_dir(b, id, dir);
@@ -278,27 +239,11 @@ blobs_write(struct blobs *b, const char *id, const void *buf, size_t len,
 			    strerror(errno));
 		goto fail_temp;
 	}
-	if (blobs_sync_shared(b, &why) == -1)
-		goto fail_blob;
-	if (fdatasync(fd) == -1) {
-		why = xasprintf("fdatasync %s: %s", path, strerror(errno));
-		goto fail_blob;
-	}
-	if (close(fd) == -1) {
-		fd = -1;
-		why = xasprintf("close %s: %s", path, strerror(errno));
-		goto fail_blob;
-	}
+	*fdp = fd;
 	return 0;
 
-fail_blob:
-	if (fd != -1)
-		close(fd);
-	unlink(path);
-	goto fail;
 fail_temp:
-	if (fd != -1)
-		close(fd);
+	close(fd);
 	unlink(tmp);
 fail:
 	xcause(cause, "write blob %s: %s", id, why);

@@ -1,8 +1,8 @@
 /*
  * Blob files: the uploaded bytes of each profile under
  * DATA_DIR/blobs/xx/ID (xx = the first two characters of ID), written
- * durably (temp file, rename without replacing, one syncfs shared by
- * concurrent writers, see blobs.c) and scanned at startup by recover.c.
+ * durably (temp file, rename without replacing, then one syncfs for a
+ * whole group commit, see blobs.c) and scanned at startup by recover.c.
  */
 #ifndef PROFD_BLOBS_H
 #define PROFD_BLOBS_H
@@ -20,11 +20,16 @@ void		 blobs_close(struct blobs *);
 int	blobs_id_valid(const char *id);
 
 /*
- * Writes len bytes as blob id durably. Fails (nothing left behind) if the
- * blob already exists.
+ * Writes len bytes as blob id, under its final name but not yet durable,
+ * and leaves it open: *fd: OUT, for blobs_check, then the caller closes
+ * it. Fails (nothing left behind) if the blob already exists.
  */
-int	blobs_write(struct blobs *, const char *id, const void *buf,
-	    size_t len, char **cause);
+int	blobs_create(struct blobs *, const char *id, const void *buf,
+	    size_t len, int *fd, char **cause);
+/* Makes every blob created so far durable (data and names). */
+int	blobs_sync(struct blobs *, char **cause);
+/* After blobs_sync: -1 if the blob open as fd failed to reach the disk. */
+int	blobs_check(int fd, const char *id, char **cause);
 /* Reads a whole blob: 0 ok, 1 no such blob, -1 error. *buf: OUT (free). */
 int	blobs_read(struct blobs *, const char *id, uint8_t **buf, size_t *len,
 	    char **cause);

@@ -2,9 +2,11 @@
  * The embedded backend: metadata in DATA_DIR/meta.db (meta_sqlite.c,
  * meta_query.c), bytes in DATA_DIR/blobs (blobs.c), checked against each
  * other at open (recover.c). This file holds the order of operations that
- * spans both: a put writes the blob durably before the row and removes the
- * blob again if the row fails; a retention delete commits the rows before
- * unlinking the blobs. Either way a crash leaves at worst an orphan blob,
+ * spans both: a put writes the blob, then queues the row for the group
+ * commit, whose leader makes all the batch's blobs durable (one syncfs,
+ * blobs_sync) and checks each (blobs_check) before committing their rows;
+ * the blob is removed again if its row fails. A retention delete commits
+ * the rows before unlinking the blobs. Either way a crash leaves at worst an orphan blob,
  * which the next open removes, never a row that points nowhere.
  */
 #include <sys/stat.h>
@@ -12,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/xmalloc.h"
@@ -62,6 +65,28 @@ embedded_mkdirs(const char *dir, char **cause)
 	return ret;
 }
 
+/* Group-commit barrier: the batch's blobs become durable. */
+static int
+embedded_barrier(void *blobs, char **cause)
+{
+	return blobs_sync(blobs, cause);
+}
+
+/* A blob waiting for its row: checked by the group commit's leader. */
+struct embedded_blob {
+	int		 fd;
+	const char	*id;
+};
+
+/* Group-commit check of one row: its blob reached the disk. */
+static int
+embedded_check(void *arg, char **cause)
+{
+	struct embedded_blob *eb = arg;
+
+	return blobs_check(eb->fd, eb->id, cause);
+}
+
 /* Opens data_dir (creating it), then runs the consistency check. */
 static void *
 embedded_open(const char *data_dir, struct store_recovery *rec, char **cause)
@@ -82,6 +107,7 @@ embedded_open(const char *data_dir, struct store_recovery *rec, char **cause)
 		goto fail;
 	if (recover_run(e->meta, e->blobs, &r, cause) == -1)
 		goto fail;
+	meta_sqlite_set_barrier(e->meta, embedded_barrier, e->blobs);
 	if (r.orphan_blobs_removed || r.temp_files_removed || r.missing_blobs)
 		log_warn("%s: %s: removed %zu orphan blobs and %zu temp files; "
 		    "%zu profiles have no blob", __func__, data_dir,
@@ -103,7 +129,9 @@ embedded_put(void *be, const struct profile_meta *m, const void *blob,
 {
 	struct embedded		*e = be;
 	struct profile_meta	 row;
+	struct embedded_blob	 eb;
 	char			*why = NULL, *why2 = NULL;
+	int			 rc;
 
 	if (m == NULL || !blobs_id_valid(m->id))
 		return xcause(cause, "store profile: invalid id");
@@ -116,11 +144,15 @@ embedded_put(void *be, const struct profile_meta *m, const void *blob,
 	if (blob == NULL && len > 0)
 		return xcause(cause, "store profile %s: no bytes", m->id);
 
-	if (blobs_write(e->blobs, m->id, blob, len, cause) == -1)
+	if (blobs_create(e->blobs, m->id, blob, len, &eb.fd, cause) == -1)
 		return -1;
+	eb.id = m->id;
 	row = *m;
 	row.size = (int64_t)len;	/* the blob is the bytes as uploaded */
-	if (meta_sqlite_insert(e->meta, &row, &why) == 0)
+	rc = meta_sqlite_insert_checked(e->meta, &row, embedded_check, &eb,
+	    &why);
+	close(eb.fd);
+	if (rc == 0)
 		return 0;
 	if (blobs_remove(e->blobs, m->id, 1, &why2) == -1) {
 		log_error("%s: %s (after: %s)", __func__, why2, why);

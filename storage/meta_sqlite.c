@@ -41,6 +41,8 @@
 /* One row waiting for the group commit. */
 struct meta_put {
 	const struct profile_meta	*m;
+	int				(*check)(void *, char **);
+	void				*check_arg;
 	int				 done;
 	int				 rc;
 	char				*cause;
@@ -574,9 +576,19 @@ meta_commit_batch(struct meta_sqlite *ms, struct meta_put *batch,
 	char			*why = NULL;
 
 	*rows = *bytes = 0;
+	for (p = batch; p != NULL && p->check == NULL; p = p->next)
+		;
+	if (p != NULL && ms->barrier != NULL &&
+	    ms->barrier(ms->barrier_arg, &why) == -1)
+		goto fail_all;
 	if (meta_exec(w->db, "BEGIN IMMEDIATE", &why, "begin") == -1)
 		goto fail_all;
 	for (p = batch; p != NULL; p = p->next) {
+		if (p->check != NULL &&
+		    p->check(p->check_arg, &p->cause) == -1) {
+			p->rc = -1;
+			continue;
+		}
 		if (meta_exec(w->db, "SAVEPOINT row", &p->cause,
 		    "savepoint") == -1) {
 			p->rc = -1;
@@ -610,12 +622,31 @@ fail_all:
 	free(why);
 }
 
+/* Sets the barrier a group commit runs before rows that have a check. */
+void
+meta_sqlite_set_barrier(struct meta_sqlite *ms, int (*fn)(void *, char **),
+    void *arg)
+{
+	ms->barrier = fn;
+	ms->barrier_arg = arg;
+}
+
 /* Queues one row for the group commit and waits until it is durable. */
 int
 meta_sqlite_insert(struct meta_sqlite *ms, const struct profile_meta *m,
     char **cause)
 {
-	struct meta_put	 req = { .m = m };
+	return meta_sqlite_insert_checked(ms, m, NULL, NULL, cause);
+}
+
+/* meta_sqlite_insert, with a check the leader runs after the barrier. */
+int
+meta_sqlite_insert_checked(struct meta_sqlite *ms,
+    const struct profile_meta *m, int (*check)(void *, char **),
+    void *check_arg, char **cause)
+{
+	struct meta_put	 req = { .m = m, .check = check,
+			    .check_arg = check_arg };
 	struct meta_put	*batch;
 	int64_t		 rows, bytes;
 

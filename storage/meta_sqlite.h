@@ -24,6 +24,19 @@ void			 meta_sqlite_close(struct meta_sqlite *);
  */
 int	meta_sqlite_insert(struct meta_sqlite *, const struct profile_meta *m,
 	    char **cause);
+/*
+ * The same, for a row that depends on something made durable outside
+ * SQLite (its blob): the group's leader first runs the barrier set with
+ * meta_sqlite_set_barrier once for the whole batch (one syncfs for all the
+ * batch's blobs), then check(check_arg) for this row; a row whose check
+ * fails is left out and its insert fails with the check's cause.
+ */
+int	meta_sqlite_insert_checked(struct meta_sqlite *,
+	    const struct profile_meta *m, int (*check)(void *, char **),
+	    void *check_arg, char **cause);
+/* Sets the barrier of meta_sqlite_insert_checked (before any insert). */
+void	meta_sqlite_set_barrier(struct meta_sqlite *,
+	    int (*fn)(void *, char **), void *arg);
 /* Inserts n rows in one transaction, all or nothing (bulk loading). */
 int	meta_sqlite_insert_many(struct meta_sqlite *,
 	    const struct profile_meta *m, size_t n, char **cause);

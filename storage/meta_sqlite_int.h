@@ -63,6 +63,9 @@ struct meta_sqlite {
 	int			 leader;	/* someone holds the writer */
 	struct meta_put		*pending;	/* rows waiting for a commit */
 	struct meta_put		**pending_tail;
+	/* Run once per batch before rows with checks (blob durability). */
+	int			(*barrier)(void *, char **);
+	void			*barrier_arg;
 
 	/* Totals, valid once known; guarded by mu. */
 	int			 totals_known;
