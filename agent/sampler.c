@@ -187,6 +187,7 @@ sampler_init(size_t slots, char **cause)
 	struct itimerval it;
 	uintptr_t probe[2] = { 1, 2 }, got[2];
 	size_t i;
+	int inherited = 0;
 
 	if (slots == 0 || (slots & (slots - 1)) != 0)
 		return xcause(cause, "ring size %zu is not a power of two",
@@ -198,10 +199,23 @@ sampler_init(size_t slots, char **cause)
 	    (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN))
 		return xcause(cause, "the program already has a SIGPROF "
 		    "handler (another profiler?); agent stays off");
+	/* Our handler may have been replaced and SIG_DFL put back since. */
+	if (!((cur.sa_flags & SA_SIGINFO) &&
+	    cur.sa_sigaction == sampler_handler))
+		installed = 0;
+	/*
+	 * An armed ITIMER_PROF under SIG_DFL would kill the program at its
+	 * first expiry, so no program arms it that way: it was inherited
+	 * across execve(2) from an image that was being profiled (e.g.
+	 * `LD_PRELOAD=... taskset prog`). Take it over and disarm it.
+	 */
 	if (getitimer(ITIMER_PROF, &it) == 0 && !installed &&
-	    (it.it_value.tv_sec != 0 || it.it_value.tv_usec != 0))
-		return xcause(cause, "ITIMER_PROF is already armed by the "
-		    "program; agent stays off");
+	    (it.it_value.tv_sec != 0 || it.it_value.tv_usec != 0)) {
+		if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL)
+			return xcause(cause, "ITIMER_PROF is already armed by "
+			    "the program; agent stays off");
+		inherited = 1;
+	}
 
 	self_pid = getpid();
 	safe_reads = sampler_safe_read((uintptr_t)probe, got) == 0 &&
@@ -235,6 +249,10 @@ sampler_init(size_t slots, char **cause)
 			return xcause(cause, "sigaction(SIGPROF): %s",
 			    strerror(errno));
 		installed = 1;
+	}
+	if (inherited) {
+		memset(&it, 0, sizeof it);
+		setitimer(ITIMER_PROF, &it, NULL);
 	}
 	return 0;
 }
@@ -311,16 +329,27 @@ sampler_drops(void)
 }
 
 /*
- * Puts the old SIGPROF disposition back. The ring stays mapped (and is
- * reused by the next sampler_init): a signal already pending on another
- * thread may still run the handler.
+ * Stops sampling for good. A SIGPROF generated before the timer was
+ * disarmed may still be pending (its thread was preempted, or the expiry
+ * is sent on the thread's next return to user mode), so the default
+ * action must never come back: it would kill the program with "Profiling
+ * timer expired". When the old disposition was SIG_DFL our handler stays
+ * installed but inert (sampler_on is 0) and a later sampler_init reuses
+ * it; SIG_IGN, or a handler the program had, is put back. The ring stays
+ * mapped (and is reused by the next sampler_init) for the same reason.
  */
 void
 sampler_fini(void)
 {
 	sampler_stop();
-	if (installed && sampler_owns_signal())
-		sigaction(SIGPROF, &old_action, NULL);
+	if (!installed || !sampler_owns_signal()) {
+		installed = 0;
+		return;
+	}
+	if (!(old_action.sa_flags & SA_SIGINFO) &&
+	    old_action.sa_handler == SIG_DFL)
+		return;
+	sigaction(SIGPROF, &old_action, NULL);
 	installed = 0;
 }
 
