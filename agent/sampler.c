@@ -169,7 +169,7 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	struct sampler_slot *slot;
-	struct sampler_range keep;
+	struct sampler_range keep, rec_pages;
 	uintptr_t pc, fp, sp, link = 0, rec[2];
 	size_t pos, seq;
 	int saved_errno = errno;
@@ -193,6 +193,7 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 	(void)uc;
 	(void)rec;
 	(void)keep;
+	(void)rec_pages;
 	goto out;
 #endif
 	/* Trust this thread's proven range only while sp is inside it. */
@@ -203,8 +204,13 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 	}
 	if ((sp & 7) == 0 && !sampler_in_range(&keep, sp) && safe_reads &&
 	    sp <= UINTPTR_MAX - 2 * sizeof(uintptr_t) &&
-	    sampler_safe_read(sp, rec) == 0)
-		sampler_record_pages(sp, &keep);
+	    sampler_safe_read(sp, rec) == 0) {
+		sampler_record_pages(sp, &rec_pages);
+		if (keep.lo < keep.hi && rec_pages.lo <= keep.hi)
+			keep.hi = rec_pages.hi;	/* sp's page is in keep */
+		else
+			keep = rec_pages;
+	}
 #if defined(__x86_64__)
 	if ((sp & 7) == 0 && sampler_in_range(&keep, sp))
 		link = ((const uintptr_t *)sp)[0];
