@@ -4,7 +4,8 @@
  *
  * The agent thread owns a private libevent base (no evthread setup, so the
  * host program's own libevent use is untouched) and everything that may
- * block or allocate: it drains the SIGPROF ring every 100 ms into a stack
+ * block or allocate: it drains the SIGPROF ring (every 100 ms to 1 s,
+ * a quarter of the time the ring takes to fill at worst) into a stack
  * table, ends a window with sampler_stop(), builds and gzips the profile,
  * and hands it to the uploader. Other threads talk to it through a pipe.
  * The application only ever pays for the signal handler.
@@ -46,7 +47,8 @@
 #include "common/xmalloc.h"
 
 #define AGENT_RING_SLOTS	2048
-#define AGENT_DRAIN_MS		100
+#define AGENT_DRAIN_MIN_MS	100
+#define AGENT_DRAIN_MAX_MS	1000
 #define AGENT_FLUSH_MS		2000
 #define AGENT_JOIN_MS		3000
 
@@ -73,6 +75,7 @@ struct agent {
 	struct timespec		 flush_deadline;
 	uint64_t		 seq;
 	uint64_t		 rng;
+	int64_t			 drain_ms;	/* ring drain interval */
 };
 
 static pthread_mutex_t	 agent_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -136,6 +139,28 @@ agent_drain(struct agent *a)
 		    SAMPLER_MAX_FRAMES, st.link);
 		stacks_add(&a->stacks, st.pcs, st.n, 1);
 	}
+}
+
+/*
+ * How often to drain the ring: a quarter of the time the busiest process
+ * (every CPU busy: ITIMER_PROF then fires hz times per CPU-second per CPU)
+ * takes to fill it, within [100 ms, 1 s]. Fewer wake-ups of the agent
+ * thread, no drops.
+ */
+static int64_t
+agent_drain_interval(int hz)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int64_t ms;
+
+	if (cpus < 1)
+		cpus = 1;
+	ms = (int64_t)AGENT_RING_SLOTS * 1000 / 4 / ((int64_t)hz * cpus);
+	if (ms < AGENT_DRAIN_MIN_MS)
+		ms = AGENT_DRAIN_MIN_MS;
+	if (ms > AGENT_DRAIN_MAX_MS)
+		ms = AGENT_DRAIN_MAX_MS;
+	return ms;
 }
 
 /* Periodic drain while a window is open. */
@@ -250,7 +275,7 @@ agent_start_cb(evutil_socket_t fd, short what, void *arg)
 static void
 agent_window_start(struct agent *a)
 {
-	struct timeval tv = { 0, AGENT_DRAIN_MS * 1000 };
+	struct timeval tv;
 	struct timespec wall;
 	char *cause = NULL;
 
@@ -276,6 +301,8 @@ agent_window_start(struct agent *a)
 		return;
 	}
 	a->in_window = 1;
+	tv.tv_sec = (time_t)(a->drain_ms / 1000);
+	tv.tv_usec = (suseconds_t)(a->drain_ms % 1000) * 1000;
 	event_add(a->drain_ev, &tv);
 	agent_timer(a->end_ev, (int64_t)a->cfg.window_sec * 1000);
 }
@@ -438,6 +465,7 @@ profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
 	a->flush_ev = evtimer_new(a->base, agent_flush_cb, a);
 	event_add(a->wake_ev, NULL);
 	a->build = build_new();
+	a->drain_ms = agent_drain_interval(a->cfg.hz);
 	a->pid = getpid();
 	clock_gettime(CLOCK_REALTIME, &now);
 	a->rng = ((uint64_t)a->pid << 32) ^ (uint64_t)now.tv_nsec ^

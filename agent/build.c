@@ -36,12 +36,24 @@ struct build_file {
 	struct symtab	*st;
 };
 
+/* A build_fix_leaf verdict: the target of the call ending at link. */
+struct build_link {
+	uint64_t	link;
+	uint64_t	target;		/* 0: no direct call there */
+};
+
+#define BUILD_LINKS		4096	/* direct-mapped, a power of two */
+#define BUILD_MAPS_MAX_AGE	10	/* s between unforced maps re-reads */
+
 struct build {
 	struct build_file	*files;
 	size_t			 nfiles;
 	char			*maps_path;
-	struct maps		 maps;		/* cached for build_fix_leaf */
+	struct maps		 maps;		/* cached mappings */
 	struct timespec		 maps_when;
+	struct build_link	*links;		/* cached call targets */
+	char			*exe;		/* /proc/self/exe, or NULL */
+	int			 exe_read;
 };
 
 /* u64 -> u32 open-addressing map (value + 1 stored, 0 is empty). */
@@ -96,6 +108,8 @@ build_free(struct build *b)
 	free(b->files);
 	free(b->maps_path);
 	maps_clear(&b->maps);
+	free(b->links);
+	free(b->exe);
 	free(b);
 }
 
@@ -136,6 +150,25 @@ build_symtab(struct build *b, const struct maps_entry *m, size_t *slot)
 	return st;
 }
 
+/*
+ * Re-reads the cached maps. Mappings may have changed (dlclose, dlopen),
+ * so the call targets cached from the old ones are forgotten.
+ */
+static int
+build_read_maps(struct build *b, const struct timespec *now, char **cause)
+{
+	struct maps m;
+
+	if (maps_read(b->maps_path, &m, cause) != 0)
+		return -1;
+	maps_clear(&b->maps);
+	b->maps = m;
+	b->maps_when = *now;
+	if (b->links != NULL)
+		memset(b->links, 0, BUILD_LINKS * sizeof *b->links);
+	return 0;
+}
+
 /* The mapping of addr from the cached maps, re-read at most once a second. */
 static const struct maps_entry *
 build_cached_map(struct build *b, uint64_t addr)
@@ -148,11 +181,19 @@ build_cached_map(struct build *b, uint64_t addr)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (b->maps.n > 0 && now.tv_sec - b->maps_when.tv_sec < 1)
 		return NULL;
-	maps_clear(&b->maps);
-	if (maps_read(b->maps_path, &b->maps, NULL) != 0)
+	if (build_read_maps(b, &now, NULL) != 0)
 		return NULL;
-	b->maps_when = now;
 	return maps_find(&b->maps, addr);
+}
+
+/* Mixes an address for the call target cache. */
+static uint64_t
+build_mix_link(uint64_t k)
+{
+	k ^= k >> 29;
+	k *= 0xbf58476d1ce4e5b9ULL;
+	k ^= k >> 32;
+	return k;
 }
 
 /* Runtime start of the function holding pc, or 0. */
@@ -171,21 +212,14 @@ build_func_start(struct build *b, uint64_t pc)
 	return pc - (vaddr - symtab_symbol_addr(st, sym));
 }
 
-/* Inserts the caller of a frameless leaf (see build.h). */
-uint32_t
-build_fix_leaf(struct build *b, uintptr_t *pcs, uint32_t n, uint32_t max,
-    uintptr_t link)
+/* The target of a direct call ending at link, or 0; read from memory. */
+static uint64_t
+build_call_target(uintptr_t link)
 {
 	struct iovec local, remote;
-	uint64_t start, target;
 	uint8_t insn[5];
 	int32_t rel;
 
-	if (n == 0 || n >= max || link < 4096 || (n >= 2 && pcs[1] == link))
-		return n;
-	if (build_cached_map(b, link) == NULL ||
-	    (start = build_func_start(b, pcs[0])) == 0)
-		return n;
 	/* Read the call instruction through the kernel: never faults. */
 	local.iov_base = insn;
 	local.iov_len = sizeof insn;
@@ -193,27 +227,61 @@ build_fix_leaf(struct build *b, uintptr_t *pcs, uint32_t n, uint32_t max,
 	remote.iov_len = sizeof insn;
 	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) !=
 	    (ssize_t)sizeof insn)
-		return n;
+		return 0;
 #if defined(__x86_64__)
 	if (insn[0] != 0xe8)		/* call rel32 */
-		return n;
+		return 0;
 	memcpy(&rel, insn + 1, sizeof rel);
-	target = (uint64_t)link + (uint64_t)(int64_t)rel;
+	return (uint64_t)link + (uint64_t)(int64_t)rel;
 #elif defined(__aarch64__)
 	{
 		uint32_t bl;
 
 		memcpy(&bl, insn + 1, sizeof bl);
 		if ((bl & 0xfc000000U) != 0x94000000U)	/* bl imm26 */
-			return n;
+			return 0;
 		rel = (int32_t)(bl << 6) >> 6;
-		target = (uint64_t)link - 4 + (uint64_t)((int64_t)rel * 4);
+		return (uint64_t)link - 4 + (uint64_t)((int64_t)rel * 4);
 	}
 #else
 	(void)rel;
-	return n;
+	return 0;
 #endif
-	if (target != start)
+}
+
+/*
+ * The call target at link, cached: code does not change while its mapping
+ * stays (the cache is emptied when the maps are re-read).
+ */
+static uint64_t
+build_cached_target(struct build *b, uintptr_t link)
+{
+	struct build_link *e;
+
+	if (b->links == NULL)
+		b->links = xcalloc(BUILD_LINKS, sizeof *b->links);
+	e = &b->links[(build_mix_link(link)) & (BUILD_LINKS - 1)];
+	if (e->link != link) {
+		e->link = link;
+		e->target = build_call_target(link);
+	}
+	return e->target;
+}
+
+/* Inserts the caller of a frameless leaf (see build.h). */
+uint32_t
+build_fix_leaf(struct build *b, uintptr_t *pcs, uint32_t n, uint32_t max,
+    uintptr_t link)
+{
+	uint64_t start, target;
+
+	if (n == 0 || n >= max || link < 4096 || (n >= 2 && pcs[1] == link))
+		return n;
+	if (build_cached_map(b, link) == NULL ||
+	    (start = build_func_start(b, pcs[0])) == 0)
+		return n;
+	target = build_cached_target(b, link);
+	if (target == 0 || target != start)
 		return n;
 	memmove(pcs + 2, pcs + 1, (n - 1) * sizeof *pcs);
 	pcs[1] = link;
@@ -374,26 +442,50 @@ build_profile(struct build *b, const struct stacks *s,
 	struct build_map locmap = { 0 }, fnmap = { 0 };
 	struct build_loc *locs = NULL;
 	struct build_func *funcs = NULL;
-	struct maps maps = { 0 };
+	const struct maps *mapsp;
 	const struct maps_entry *me;
+	struct timespec now;
 	struct symtab *st;
 	uint64_t *locids = NULL, *mapid = NULL, addr, vaddr, key;
 	int64_t *vals = NULL, li;
 	size_t nlocs = 0, nfuncs = 0, nmaps = 0, i, j, k, slot, sym, nframes;
 	const char *name, *exe_path = NULL;
 	char exe[PATH_MAX], comment[128];
+	int stale;
 	int64_t comment_idx;
 	uint8_t *raw = NULL;
 	size_t rawlen;
 	ssize_t r;
 	int ret = -1;
 
-	if (maps_read(b->maps_path, &maps, cause) != 0)
-		return -1;
-	if ((r = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
-		exe[r] = '\0';
-		exe_path = exe;
+	/*
+	 * Mappings: the cached ones, re-read when some pc falls outside
+	 * them (a library was loaded) or they are older than
+	 * BUILD_MAPS_MAX_AGE seconds, so steady state reads no /proc file.
+	 */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	stale = b->maps.n == 0 ||
+	    now.tv_sec - b->maps_when.tv_sec >= BUILD_MAPS_MAX_AGE;
+	for (i = 0; i < s->n && !stale; i++) {
+		for (j = 0; j < s->v[i].n && !stale; j++) {
+			addr = s->pcs[s->v[i].off + j];
+			if (j > 0 && addr > 0)
+				addr--;
+			stale = maps_find(&b->maps, addr) == NULL;
+		}
 	}
+	if (stale && build_read_maps(b, &now, cause) != 0)
+		return -1;
+	mapsp = &b->maps;
+	/* The executable's path does not change while we run. */
+	if (!b->exe_read) {
+		if ((r = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
+			exe[r] = '\0';
+			b->exe = xstrdup(exe);
+		}
+		b->exe_read = 1;
+	}
+	exe_path = b->exe;
 	build_str(&strs, "");
 
 	/* Locations: one per distinct (adjusted) pc. */
@@ -413,8 +505,8 @@ build_profile(struct build *b, const struct stacks *s,
 				locs[li].addr = addr;
 				locs[li].map = -1;
 				locs[li].func = -1;
-				if ((me = maps_find(&maps, addr)) != NULL)
-					locs[li].map = (int)(me - maps.v);
+				if ((me = maps_find(mapsp, addr)) != NULL)
+					locs[li].map = (int)(me - mapsp->v);
 			}
 			locids[s->v[i].off + j] = (uint64_t)li + 1;
 		}
@@ -424,7 +516,7 @@ build_profile(struct build *b, const struct stacks *s,
 	for (i = 0; i < nlocs; i++) {
 		if (locs[i].map < 0)
 			continue;
-		me = &maps.v[locs[i].map];
+		me = &mapsp->v[locs[i].map];
 		if ((st = build_symtab(b, me, &slot)) == NULL ||
 		    symtab_offset_to_vaddr(st, locs[i].addr - me->start +
 		    me->offset, &vaddr) != 0 ||
@@ -442,27 +534,27 @@ build_profile(struct build *b, const struct stacks *s,
 	}
 
 	/* Mappings: those in use, the executable first. */
-	mapid = xcalloc(maps.n ? maps.n : 1, sizeof *mapid);
+	mapid = xcalloc(mapsp->n ? mapsp->n : 1, sizeof *mapid);
 	for (i = 0; i < nlocs; i++) {
 		if (locs[i].map >= 0)
 			mapid[locs[i].map] = 1;
 	}
-	mp = xcalloc(maps.n ? maps.n : 1, sizeof *mp);
-	mpp = xcalloc(maps.n ? maps.n : 1, sizeof *mpp);
+	mp = xcalloc(mapsp->n ? mapsp->n : 1, sizeof *mp);
+	mpp = xcalloc(mapsp->n ? mapsp->n : 1, sizeof *mpp);
 	for (k = 0; k < 2; k++) {
-		for (i = 0; i < maps.n; i++) {
+		for (i = 0; i < mapsp->n; i++) {
 			if (mapid[i] != 1)
 				continue;
 			if ((exe_path != NULL &&
-			    strcmp(maps.v[i].path, exe_path) == 0) != (k == 0))
+			    strcmp(mapsp->v[i].path, exe_path) == 0) != (k == 0))
 				continue;
 			perftools__profiles__mapping__init(&mp[nmaps]);
 			mp[nmaps].id = nmaps + 1;
-			mp[nmaps].memory_start = maps.v[i].start;
-			mp[nmaps].memory_limit = maps.v[i].limit;
-			mp[nmaps].file_offset = maps.v[i].offset;
-			mp[nmaps].filename = build_str(&strs, maps.v[i].path);
-			st = build_symtab(b, &maps.v[i], &slot);
+			mp[nmaps].memory_start = mapsp->v[i].start;
+			mp[nmaps].memory_limit = mapsp->v[i].limit;
+			mp[nmaps].file_offset = mapsp->v[i].offset;
+			mp[nmaps].filename = build_str(&strs, mapsp->v[i].path);
+			st = build_symtab(b, &mapsp->v[i], &slot);
 			if (st != NULL) {
 				mp[nmaps].build_id = build_str(&strs,
 				    symtab_build_id(st));
@@ -575,6 +667,5 @@ build_profile(struct build *b, const struct stacks *s,
 	free(strs.index);
 	build_map_free(&locmap);
 	build_map_free(&fnmap);
-	maps_clear(&maps);
 	return ret;
 }

@@ -11,7 +11,8 @@
  * previous one, within 64 MiB of the stack pointer) and each stack page is
  * proven readable with process_vm_readv(2) on our own pid before it is
  * read directly, so a garbage frame pointer from code built without frame
- * pointers ends the walk instead of faulting.
+ * pointers ends the walk instead of faulting. Proven pages are cached per
+ * thread (sampler_proven), so in steady state a sample makes no syscall.
  *
  * Stacks go into a bounded multi-producer ring (Dmitry Vyukov's sequence
  * number queue): handlers on several threads claim slots with one CAS; a
@@ -67,15 +68,51 @@ sampler_safe_read(uintptr_t addr, uintptr_t out[2])
 }
 
 /*
- * Walks frame records [fp] = caller's fp, [fp+8] = return address. Memory
- * in [ok_lo, ok_hi) is already known to be readable.
+ * Stack memory this thread has proven readable: [lo, hi), contiguous, and
+ * holding the stack pointer of the sample that proved it. initial-exec TLS
+ * is a plain %fs-relative access, async-signal-safe (no allocation on
+ * first use). A thread's stack stays mapped while the thread runs on it
+ * and the main stack only grows, so while a sample's sp lies in the range,
+ * the range (which the walk only reads at or above sp) is still readable;
+ * a sample whose sp lies elsewhere (another stack: sigaltstack, a
+ * coroutine) starts the range afresh. New threads start empty (TLS is
+ * zeroed at creation), and a fork child keeps its copied stack.
+ */
+struct sampler_range {
+	uintptr_t	lo, hi;
+};
+static __thread struct sampler_range sampler_proven
+    __attribute__((tls_model("initial-exec")));
+
+/* The page-aligned span of the 16-byte record at addr. */
+static void
+sampler_record_pages(uintptr_t addr, struct sampler_range *r)
+{
+	r->lo = addr & ~(SAMPLER_PAGE - 1);
+	r->hi = (addr + 2 * sizeof(uintptr_t) + SAMPLER_PAGE - 1) &
+	    ~(SAMPLER_PAGE - 1);
+}
+
+/* Whether the 16-byte record at addr lies in r. */
+static int
+sampler_in_range(const struct sampler_range *r, uintptr_t addr)
+{
+	return addr >= r->lo && addr + 2 * sizeof(uintptr_t) <= r->hi;
+}
+
+/*
+ * Walks frame records [fp] = caller's fp, [fp+8] = return address. keep
+ * is readable memory holding sp; it grows by records proven next to it
+ * (what the caller may cache for the thread). Records further away are
+ * proven once and remembered in a scratch range for this walk only.
  */
 __attribute__((no_sanitize("address")))
 static uint32_t
 sampler_walk_from(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *pcs,
-    uint32_t max, uintptr_t ok_lo, uintptr_t ok_hi)
+    uint32_t max, struct sampler_range *keep)
 {
-	uintptr_t rec[2], page;
+	struct sampler_range other = { 1, 0 }, rec_pages;
+	uintptr_t rec[2];
 	uint32_t n = 0;
 
 	if (max == 0)
@@ -86,17 +123,23 @@ sampler_walk_from(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *pcs,
 		    fp < sp || fp - sp > SAMPLER_STACK_SPAN ||
 		    fp > UINTPTR_MAX - 2 * sizeof(uintptr_t))
 			break;
-		page = fp & ~(SAMPLER_PAGE - 1);
-		if (page >= ok_lo && fp + 2 * sizeof(uintptr_t) <= ok_hi) {
+		if (sampler_in_range(keep, fp) ||
+		    sampler_in_range(&other, fp)) {
 			rec[0] = ((const uintptr_t *)fp)[0];
 			rec[1] = ((const uintptr_t *)fp)[1];
 		} else {
 			if (!safe_reads || sampler_safe_read(fp, rec) != 0)
 				break;
 			/* The record's pages are mapped; remember them. */
-			ok_lo = page;
-			ok_hi = (fp + 2 * sizeof(uintptr_t) + SAMPLER_PAGE - 1) &
-			    ~(SAMPLER_PAGE - 1);
+			sampler_record_pages(fp, &rec_pages);
+			if (keep->lo < keep->hi && rec_pages.lo <= keep->hi &&
+			    rec_pages.hi >= keep->lo) {
+				if (rec_pages.hi > keep->hi)
+					keep->hi = rec_pages.hi;
+				if (rec_pages.lo < keep->lo)
+					keep->lo = rec_pages.lo;
+			} else
+				other = rec_pages;
 		}
 		if (rec[1] < SAMPLER_PAGE)
 			break;
@@ -114,16 +157,20 @@ uint32_t
 sampler_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *pcs,
     uint32_t max)
 {
-	return sampler_walk_from(pc, fp, sp, pcs, max, 1, 0);
+	struct sampler_range none = { 1, 0 };
+
+	return sampler_walk_from(pc, fp, sp, pcs, max, &none);
 }
 
 /* The SIGPROF handler: claim a slot, walk, publish. */
+__attribute__((no_sanitize("address")))
 static void
 sampler_handler(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	struct sampler_slot *slot;
-	uintptr_t pc, fp, sp, link = 0, rec[2], ok_lo = 1, ok_hi = 0;
+	struct sampler_range keep, rec_pages;
+	uintptr_t pc, fp, sp, link = 0, rec[2];
 	size_t pos, seq;
 	int saved_errno = errno;
 
@@ -136,13 +183,6 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 	pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
 	sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-	if (safe_reads && (sp & 7) == 0 && sampler_safe_read(sp, rec) == 0) {
-		link = rec[0];
-		/* The pages of [sp, sp+16) are readable: the walk reuses that. */
-		ok_lo = sp & ~(SAMPLER_PAGE - 1);
-		ok_hi = (sp + 2 * sizeof(uintptr_t) + SAMPLER_PAGE - 1) &
-		    ~(SAMPLER_PAGE - 1);
-	}
 #elif defined(__aarch64__)
 	pc = (uintptr_t)uc->uc_mcontext.pc;
 	fp = (uintptr_t)uc->uc_mcontext.regs[29];
@@ -152,7 +192,28 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 	pc = fp = sp = 0;
 	(void)uc;
 	(void)rec;
+	(void)keep;
+	(void)rec_pages;
 	goto out;
+#endif
+	/* Trust this thread's proven range only while sp is inside it. */
+	keep = sampler_proven;
+	if (sp < keep.lo || sp >= keep.hi) {
+		keep.lo = 1;
+		keep.hi = 0;
+	}
+	if ((sp & 7) == 0 && !sampler_in_range(&keep, sp) && safe_reads &&
+	    sp <= UINTPTR_MAX - 2 * sizeof(uintptr_t) &&
+	    sampler_safe_read(sp, rec) == 0) {
+		sampler_record_pages(sp, &rec_pages);
+		if (keep.lo < keep.hi && rec_pages.lo <= keep.hi)
+			keep.hi = rec_pages.hi;	/* sp's page is in keep */
+		else
+			keep = rec_pages;
+	}
+#if defined(__x86_64__)
+	if ((sp & 7) == 0 && sampler_in_range(&keep, sp))
+		link = ((const uintptr_t *)sp)[0];
 #endif
 	pos = atomic_load_explicit(&ring_head, memory_order_relaxed);
 	for (;;) {
@@ -166,15 +227,17 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 		} else if ((intptr_t)(seq - pos) < 0) {
 			atomic_fetch_add_explicit(&ring_drops, 1,
 			    memory_order_relaxed);
-			goto out;
+			goto save;
 		} else
 			pos = atomic_load_explicit(&ring_head,
 			    memory_order_relaxed);
 	}
 	slot->st.link = link;
 	slot->st.n = sampler_walk_from(pc, fp, sp, slot->st.pcs,
-	    SAMPLER_MAX_FRAMES, ok_lo, ok_hi);
+	    SAMPLER_MAX_FRAMES, &keep);
 	atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+save:
+	sampler_proven = keep;
 out:
 	errno = saved_errno;
 }
@@ -187,6 +250,7 @@ sampler_init(size_t slots, char **cause)
 	struct itimerval it;
 	uintptr_t probe[2] = { 1, 2 }, got[2];
 	size_t i;
+	int inherited = 0;
 
 	if (slots == 0 || (slots & (slots - 1)) != 0)
 		return xcause(cause, "ring size %zu is not a power of two",
@@ -198,10 +262,23 @@ sampler_init(size_t slots, char **cause)
 	    (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN))
 		return xcause(cause, "the program already has a SIGPROF "
 		    "handler (another profiler?); agent stays off");
+	/* Our handler may have been replaced and SIG_DFL put back since. */
+	if (!((cur.sa_flags & SA_SIGINFO) &&
+	    cur.sa_sigaction == sampler_handler))
+		installed = 0;
+	/*
+	 * An armed ITIMER_PROF under SIG_DFL would kill the program at its
+	 * first expiry, so no program arms it that way: it was inherited
+	 * across execve(2) from an image that was being profiled (e.g.
+	 * `LD_PRELOAD=... taskset prog`). Take it over and disarm it.
+	 */
 	if (getitimer(ITIMER_PROF, &it) == 0 && !installed &&
-	    (it.it_value.tv_sec != 0 || it.it_value.tv_usec != 0))
-		return xcause(cause, "ITIMER_PROF is already armed by the "
-		    "program; agent stays off");
+	    (it.it_value.tv_sec != 0 || it.it_value.tv_usec != 0)) {
+		if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL)
+			return xcause(cause, "ITIMER_PROF is already armed by "
+			    "the program; agent stays off");
+		inherited = 1;
+	}
 
 	self_pid = getpid();
 	safe_reads = sampler_safe_read((uintptr_t)probe, got) == 0 &&
@@ -235,6 +312,10 @@ sampler_init(size_t slots, char **cause)
 			return xcause(cause, "sigaction(SIGPROF): %s",
 			    strerror(errno));
 		installed = 1;
+	}
+	if (inherited) {
+		memset(&it, 0, sizeof it);
+		setitimer(ITIMER_PROF, &it, NULL);
 	}
 	return 0;
 }
@@ -311,16 +392,27 @@ sampler_drops(void)
 }
 
 /*
- * Puts the old SIGPROF disposition back. The ring stays mapped (and is
- * reused by the next sampler_init): a signal already pending on another
- * thread may still run the handler.
+ * Stops sampling for good. A SIGPROF generated before the timer was
+ * disarmed may still be pending (its thread was preempted, or the expiry
+ * is sent on the thread's next return to user mode), so the default
+ * action must never come back: it would kill the program with "Profiling
+ * timer expired". When the old disposition was SIG_DFL our handler stays
+ * installed but inert (sampler_on is 0) and a later sampler_init reuses
+ * it; SIG_IGN, or a handler the program had, is put back. The ring stays
+ * mapped (and is reused by the next sampler_init) for the same reason.
  */
 void
 sampler_fini(void)
 {
 	sampler_stop();
-	if (installed && sampler_owns_signal())
-		sigaction(SIGPROF, &old_action, NULL);
+	if (!installed || !sampler_owns_signal()) {
+		installed = 0;
+		return;
+	}
+	if (!(old_action.sa_flags & SA_SIGINFO) &&
+	    old_action.sa_handler == SIG_DFL)
+		return;
+	sigaction(SIGPROF, &old_action, NULL);
 	installed = 0;
 }
 

@@ -25,7 +25,8 @@ struct sampler_stack {
 
 /*
  * Allocates the ring (slots, a power of two) and installs the SIGPROF
- * handler. Fails if another SIGPROF handler or an ITIMER_PROF is in place.
+ * handler. Fails if another SIGPROF handler or an ITIMER_PROF is in place
+ * (an armed timer under SIG_DFL, inherited across execve, is disarmed).
  */
 int		sampler_init(size_t slots, char **cause);
 /* True while SIGPROF is still handled by the sampler. */
@@ -38,7 +39,11 @@ void		sampler_stop(void);
 int		sampler_pop(struct sampler_stack *out);
 /* Samples dropped because the ring was full, since sampler_init. */
 uint64_t	sampler_drops(void);
-/* Restores the previous SIGPROF disposition (the ring stays mapped). */
+/*
+ * Disarms the timer for good. Puts back a previous SIG_IGN; never SIG_DFL
+ * (a pending SIGPROF would kill the program): the handler then stays
+ * installed but inert. The ring stays mapped.
+ */
 void		sampler_fini(void);
 /* In a fork child: forget everything without freeing (atfork). */
 void		sampler_forget(void);

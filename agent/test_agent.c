@@ -7,9 +7,11 @@
  * the gzipped profile is also written there (agent_symbols.sh feeds it to
  * go tool pprof).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -301,6 +303,72 @@ out:
 	free(cause);
 }
 
+/* Timer armed? */
+static int
+test_timer_armed(void)
+{
+	struct itimerval it;
+
+	return getitimer(ITIMER_PROF, &it) == 0 &&
+	    (it.it_value.tv_sec != 0 || it.it_value.tv_usec != 0);
+}
+
+/*
+ * sampler_fini must never put SIG_DFL back: a SIGPROF still pending then
+ * killed the program at exit. Also: re-init after fini, SIG_IGN put back,
+ * an armed timer inherited across exec (SIG_DFL) taken over and disarmed.
+ */
+static void
+test_fini(void)
+{
+	struct sigaction sa;
+	struct itimerval it;
+	sigset_t prof, old;
+	char *cause = NULL;
+
+	/* After test_profile's sampler_fini (the old disposition was SIG_DFL). */
+	ok(sampler_owns_signal(), "after fini our handler stays (was SIG_DFL)");
+	raise(SIGPROF);
+	ok(1, "a SIGPROF arriving after fini is harmless");
+	ok(sampler_init(1024, &cause) == 0 && sampler_owns_signal(),
+	    "sampler_init again after fini (%s)", cause ? cause : "ok");
+	ok(sampler_start(1000, &cause) == 0, "sampler_start again");
+	test_spin(50);
+	sampler_fini();
+	ok(!test_timer_armed(), "fini disarms the timer");
+	raise(SIGPROF);
+	ok(sampler_owns_signal(), "second fini: still inert, not SIG_DFL");
+
+	/* The program had SIG_IGN: that is safe to put back. */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPROF, &sa, NULL);
+	ok(sampler_init(1024, &cause) == 0 && sampler_owns_signal(),
+	    "sampler_init over SIG_IGN");
+	sampler_fini();
+	sigaction(SIGPROF, NULL, &sa);
+	ok(!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN,
+	    "fini puts SIG_IGN back");
+
+	/* Inherited across exec: armed timer, SIG_DFL (blocked meanwhile). */
+	sigemptyset(&prof);
+	sigaddset(&prof, SIGPROF);
+	sigprocmask(SIG_BLOCK, &prof, &old);
+	sa.sa_handler = SIG_DFL;
+	sigaction(SIGPROF, &sa, NULL);
+	memset(&it, 0, sizeof it);
+	it.it_value.tv_usec = 10000;
+	it.it_interval.tv_usec = 10000;
+	setitimer(ITIMER_PROF, &it, NULL);
+	ok(sampler_init(1024, &cause) == 0 && sampler_owns_signal() &&
+	    !test_timer_armed(),
+	    "an armed timer under SIG_DFL is taken over and disarmed (%s)",
+	    cause ? cause : "ok");
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	sampler_fini();
+	free(cause);
+}
+
 static void
 test_config(void)
 {
@@ -366,6 +434,7 @@ main(int argc, char **argv)
 	test_static_target(1);
 	test_symbols();
 	test_profile(argc > 1 ? argv[1] : NULL);
+	test_fini();
 	test_config();
 	return tap_done();
 }
