@@ -14,12 +14,17 @@
  * pointers ends the walk instead of faulting. Proven pages are cached per
  * thread (sampler_proven), so in steady state a sample makes no syscall.
  *
+ * The timer is set only through a gate shared with the exec wrappers
+ * (exec.c): an exec disarms it and the image must not get it back armed
+ * from a concurrent window start (sampler_set_timer, sampler_exec_enter).
+ *
  * Stacks go into a bounded multi-producer ring (Dmitry Vyukov's sequence
  * number queue): handlers on several threads claim slots with one CAS; a
  * full ring drops the sample and counts it. The agent thread is the only
  * consumer.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -53,6 +58,17 @@ static int			 safe_reads;	/* process_vm_readv works */
 static pid_t			 self_pid;
 static int			 installed;
 static struct sigaction		 old_action;
+
+/*
+ * The timer gate: GATE_ARMING while one thread sets the timer (the agent
+ * thread, or the last exec wrapper to fail), else the number of threads
+ * inside an exec wrapper. want_usec is the interval the agent wants (0:
+ * disarmed); whoever holds GATE_ARMING applies it.
+ */
+#define GATE_ARMING		(1 << 30)
+#define GATE_SPINS		100000
+static _Atomic int		 gate;
+static _Atomic long		 want_usec;
 
 /* Reads 16 bytes at addr through the kernel; 0 if readable. */
 static int
@@ -281,6 +297,8 @@ sampler_init(size_t slots, char **cause)
 	}
 
 	self_pid = getpid();
+	atomic_store(&gate, 0);
+	atomic_store(&want_usec, 0);
 	safe_reads = sampler_safe_read((uintptr_t)probe, got) == 0 &&
 	    got[0] == 1 && got[1] == 2;
 
@@ -332,22 +350,64 @@ sampler_owns_signal(void)
 	    cur.sa_sigaction == sampler_handler;
 }
 
-/* Arms ITIMER_PROF with a 1/hz interval. */
-int
-sampler_start(int hz, char **cause)
+/* Sets ITIMER_PROF to want_usec (0 disarms); the caller holds the gate. */
+static int
+sampler_apply(void)
 {
 	struct itimerval it;
-	long usec = 1000000L / (hz > 0 ? hz : 100);
+	long usec = atomic_load(&want_usec);
 
 	it.it_interval.tv_sec = usec / 1000000;
 	it.it_interval.tv_usec = usec % 1000000;
 	it.it_value = it.it_interval;
+	if (usec == 0) {
+		setitimer(ITIMER_PROF, &it, NULL);
+		atomic_store(&sampler_on, 0);
+		return 0;
+	}
 	atomic_store(&sampler_on, 1);
 	if (setitimer(ITIMER_PROF, &it, NULL) != 0) {
 		atomic_store(&sampler_on, 0);
+		atomic_store(&want_usec, 0);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Agent side of the gate: records usec and applies it, unless an exec
+ * wrapper is inside (the timer is off meanwhile, and the last wrapper to
+ * come back applies want_usec).
+ */
+static int
+sampler_set_timer(long usec)
+{
+	int g, rc;
+
+	atomic_store(&want_usec, usec);
+	for (;;) {
+		g = atomic_load(&gate);
+		if (g == 0) {
+			if (!atomic_compare_exchange_weak(&gate, &g,
+			    GATE_ARMING))
+				continue;
+			rc = sampler_apply();
+			atomic_store(&gate, 0);
+			return rc;
+		}
+		if (!(g & GATE_ARMING))
+			return 0;
+		sched_yield();
+	}
+}
+
+/* Arms ITIMER_PROF with a 1/hz interval. */
+int
+sampler_start(int hz, char **cause)
+{
+	if (sampler_set_timer(1000000L / (hz > 0 ? hz : 100)) != 0)
 		return xcause(cause, "setitimer(ITIMER_PROF): %s",
 		    strerror(errno));
-	}
 	return 0;
 }
 
@@ -355,11 +415,66 @@ sampler_start(int hz, char **cause)
 void
 sampler_stop(void)
 {
-	struct itimerval it;
+	sampler_set_timer(0);
+}
 
-	memset(&it, 0, sizeof it);
-	setitimer(ITIMER_PROF, &it, NULL);
+/*
+ * Before an exec: async-signal-safe, no locks. Only the process that
+ * armed the timer has one (fork and vfork children do not inherit it, and
+ * a vfork child shares our memory, so it must not touch the gate): there
+ * the timer is disarmed and the sampler marked off. Returns the token for
+ * sampler_exec_leave.
+ */
+int
+sampler_exec_enter(void)
+{
+	struct itimerval zero;
+	int g, spins = 0;
+
+	if (self_pid == 0 || getpid() != self_pid)
+		return 0;
+	for (;;) {
+		g = atomic_load(&gate);
+		if ((g & GATE_ARMING) && spins++ < GATE_SPINS) {
+			sched_yield();
+			continue;
+		}
+		/* Past the bound (re-entered from a handler?): go anyway. */
+		if (atomic_compare_exchange_weak(&gate, &g,
+		    (g & ~GATE_ARMING) + 1))
+			break;
+	}
+	memset(&zero, 0, sizeof zero);
+	setitimer(ITIMER_PROF, &zero, NULL);
 	atomic_store(&sampler_on, 0);
+	return 1;
+}
+
+/*
+ * After an exec that failed: the last wrapper out re-arms the timer as
+ * the agent wants it. Keeps errno.
+ */
+void
+sampler_exec_leave(int token)
+{
+	int g, saved_errno = errno;
+
+	if (!token)
+		return;
+	for (;;) {
+		g = atomic_load(&gate);
+		if (g <= 1) {
+			if (!atomic_compare_exchange_weak(&gate, &g,
+			    GATE_ARMING))
+				continue;
+			sampler_apply();
+			atomic_store(&gate, 0);
+			break;
+		}
+		if (atomic_compare_exchange_weak(&gate, &g, g - 1))
+			break;
+	}
+	errno = saved_errno;
 }
 
 /* Pops the oldest published stack, if any (single consumer). */
@@ -421,4 +536,7 @@ void
 sampler_forget(void)
 {
 	atomic_store(&sampler_on, 0);
+	atomic_store(&want_usec, 0);
+	atomic_store(&gate, 0);
+	self_pid = 0;
 }

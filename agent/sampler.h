@@ -47,6 +47,13 @@ uint64_t	sampler_drops(void);
 void		sampler_fini(void);
 /* In a fork child: forget everything without freeing (atfork). */
 void		sampler_forget(void);
+/*
+ * Around an exec (async-signal-safe): enter disarms the timer in the
+ * process that armed it and returns a token; leave, called only when the
+ * exec failed, re-arms it as the agent wants it.
+ */
+int		sampler_exec_enter(void);
+void		sampler_exec_leave(int token);
 
 /* Exposed for tests: walks the caller's own frames. */
 uint32_t	sampler_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp,

@@ -11,18 +11,26 @@
  * exist only in .symtab. Built with -fno-omit-frame-pointer -fno-inline
  * -fno-optimize-sibling-calls so every call keeps its frame.
  *
- * Built twice: `hotapp` knows nothing about the agent (use LD_PRELOAD) and
- * `hotapp-linked` (HOTAPP_LINKED) calls profd_agent_start() from flags.
+ * Built three times: `hotapp` knows nothing about the agent (use
+ * LD_PRELOAD); `hotapp-linked` (HOTAPP_LINKED) calls profd_agent_start()
+ * from flags, and `hotapp-static` is the same with libprofd-agent.a.
  *
  * usage: hotapp [-s SECONDS | -n UNITS] [-t THREADS] [-f] [-P]
+ *	    [-x HOW PROG [ARG...]]
  *	-s  run for SECONDS of wall time (default 5)
  *	-n  do exactly UNITS of work (about 1 ms each) and report the time
  *	-t  run the work in THREADS threads
  *	-f  also fork a child that works for 1 s (prints "child PID")
  *	-P  install the program's own SIGPROF handler first
+ *	-x  after the work, unset LD_PRELOAD and exec PROG with the
+ *	    exec function HOW (execve, execv, execvp, execvpe, execl, execlp,
+ *	    execle, fexecve, execveat; execl* take up to 4 ARGs); if it
+ *	    fails, print why and do the work once more (in after_exec)
  * hotapp-linked adds: -c URL -S SERVICE -l LABELS -z HZ -w WINDOW -p PERIOD
  *	-o OUTPUT_DIR -T TOKEN (no -S: the agent is not started)
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -140,6 +148,60 @@ hotapp_thread(void *arg)
 	return NULL;
 }
 
+/* The work again after a failed exec (its own frame, seen in profiles). */
+static HOTAPP_NOIPA unsigned long
+after_exec(void)
+{
+	return busyloop(hotapp_units, hotapp_now() + hotapp_seconds);
+}
+
+/* Execs argv[0] with how; returns only on failure (-1). */
+static int
+hotapp_exec(const char *how, char **argv, int argc)
+{
+	extern char **environ;
+	char *a[5] = { NULL, NULL, NULL, NULL, NULL };
+	int i, fd, rc;
+
+	if (argc < 1 || argc > 5) {
+		errno = E2BIG;
+		return -1;
+	}
+	for (i = 1; i < argc; i++)
+		a[i - 1] = argv[i];
+	if (strcmp(how, "execve") == 0)
+		return execve(argv[0], argv, environ);
+	if (strcmp(how, "execv") == 0)
+		return execv(argv[0], argv);
+	if (strcmp(how, "execvp") == 0)
+		return execvp(argv[0], argv);
+	if (strcmp(how, "execvpe") == 0)
+		return execvpe(argv[0], argv, environ);
+	if (strcmp(how, "execl") == 0)
+		return execl(argv[0], argv[0], a[0], a[1], a[2], a[3],
+		    (char *)NULL);
+	if (strcmp(how, "execlp") == 0)
+		return execlp(argv[0], argv[0], a[0], a[1], a[2], a[3],
+		    (char *)NULL);
+	if (strcmp(how, "execle") == 0)
+		return execle(argv[0], argv[0], a[0], a[1], a[2], a[3],
+		    (char *)NULL, environ);
+	if (strcmp(how, "fexecve") == 0 || strcmp(how, "execveat") == 0) {
+		if ((fd = open(argv[0], O_RDONLY | O_CLOEXEC)) == -1)
+			return -1;
+		if (how[1] == 'e')
+			rc = fexecve(fd, argv, environ);
+		else
+			rc = execveat(fd, "", argv, environ, AT_EMPTY_PATH);
+		i = errno;
+		close(fd);
+		errno = i;
+		return rc;
+	}
+	errno = EINVAL;
+	return -1;
+}
+
 /* The program's own SIGPROF handler (for -P). */
 static void
 hotapp_sigprof(int sig)
@@ -155,15 +217,16 @@ main(int argc, char **argv)
 	pthread_t *th;
 	double t0, deadline, cpu;
 	int c, i, threads = 1, do_fork = 0, own_prof = 0;
+	const char *exec_how = NULL;
 	pid_t child = -1;
 #ifdef HOTAPP_LINKED
 	struct profd_agent_config cfg;
 	char *err = NULL;
 
 	memset(&cfg, 0, sizeof cfg);
-#define HOTAPP_OPTS "s:n:t:fPc:S:l:z:w:p:o:T:v"
+#define HOTAPP_OPTS "+s:n:t:fPx:c:S:l:z:w:p:o:T:v"
 #else
-#define HOTAPP_OPTS "s:n:t:fP"
+#define HOTAPP_OPTS "+s:n:t:fPx:"
 #endif
 
 	while ((c = getopt(argc, argv, HOTAPP_OPTS)) != -1) {
@@ -183,6 +246,9 @@ main(int argc, char **argv)
 		case 'P':
 			own_prof = 1;
 			break;
+		case 'x':
+			exec_how = optarg;
+			break;
 #ifdef HOTAPP_LINKED
 		case 'c': cfg.collector_url = optarg; break;
 		case 'S': cfg.service = optarg; break;
@@ -199,9 +265,14 @@ main(int argc, char **argv)
 #endif
 		default:
 			fprintf(stderr, "usage: %s [-s SECONDS | -n UNITS] "
-			    "[-t THREADS] [-f] [-P]\n", argv[0]);
+			    "[-t THREADS] [-f] [-P] [-x HOW PROG [ARG...]]\n",
+			    argv[0]);
 			return 2;
 		}
+	}
+	if (exec_how != NULL && optind >= argc) {
+		fprintf(stderr, "%s: -x needs a program\n", argv[0]);
+		return 2;
 	}
 	if (own_prof)
 		signal(SIGPROF, hotapp_sigprof);
@@ -235,6 +306,14 @@ main(int argc, char **argv)
 	free(th);
 	if (child > 0)
 		waitpid(child, NULL, 0);
+	if (exec_how != NULL) {
+		fflush(stdout);
+		unsetenv("LD_PRELOAD");
+		hotapp_exec(exec_how, argv + optind, argc - optind);
+		printf("hotapp: %s %s: %s\n", exec_how, argv[optind],
+		    strerror(errno));
+		after_exec();
+	}
 	getrusage(RUSAGE_SELF, &ru);
 	cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
