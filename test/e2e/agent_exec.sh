@@ -39,7 +39,11 @@ done
 
 for v in linked static; do
 	app=$B/agent/examples/hotapp-$v
-	[ -x "$app" ] || { T_N=$((T_N + 1)); echo "ok $T_N # SKIP hotapp-$v not built"; continue; }
+	if [ ! -x "$app" ]; then
+		T_N=$((T_N + 1))
+		echo "ok $T_N # SKIP hotapp-$v not built"
+		continue
+	fi
 	for how in execve execvp execl; do
 		"$app" -S exec-test -z 1000 -w 1 -p 1 -o "$T_TMP/out" -n 800 \
 		    -x "$how" "$SH" -c "$BURN" >"$T_TMP/out.txt" \
