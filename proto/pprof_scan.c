@@ -1199,36 +1199,60 @@ scan_fast_label(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 }
 
 /*
+ * Decodes the next id of a packed run (r < rend, ids end before rend)
+ * into the maximum m of id - 1; gives up at a bad varint. One or two
+ * bytes without a branch on which; a byte past the id may be read, never
+ * past rend.
+ */
+#define SCAN_FAST_LOC_ID(r, rend, m) do {				\
+	uint64_t	b0_, b1_, c_, v_;				\
+									\
+	b0_ = (r)[0];							\
+	b1_ = (rend) - (r) >= 2 ? (r)[1] : 0x80;			\
+	c_ = b0_ >> 7;							\
+	if (__builtin_expect((c_ & (b1_ >> 7)) == 0, 1)) {		\
+		v_ = (b0_ & 0x7f) | ((b1_ << 7) & (0 - c_));		\
+		(r) += 1 + c_;						\
+	} else if (((r) = scan_fast_varint_rare((r), (rend), &v_)) ==	\
+	    NULL)							\
+		return 0;						\
+	v_--;	/* id 0 becomes the largest */				\
+	SCAN_MAX(m, v_);						\
+} while (0)
+
+/*
  * The location ids of a sample, packed, into the maximum *mp of id - 1;
- * 0 to give up. Ids below 16384 take one or two bytes: decoded without a
- * branch on which.
+ * 0 to give up. Each id's position depends on the one before's length, so
+ * a long run is cut in two at an id boundary past its middle, and the
+ * halves are decoded in step: two chains of loads instead of one.
  */
 static inline __attribute__((always_inline)) int
 scan_fast_loc_ids(const uint8_t *r, const uint8_t *rend, uint64_t *mp)
 {
-	uint64_t	b0, b1, c, v, m = *mp, t;
+	const uint8_t	*h, *mid;
+	uint64_t	 m = *mp, m2 = 0;
 
-	while (rend - r >= 2) {
-		b0 = r[0];
-		b1 = r[1];
-		c = b0 >> 7;
-		if (__builtin_expect((c & (b1 >> 7)) == 0, 1)) {
-			v = (b0 & 0x7f) | ((b1 << 7) & (0 - c));
-			r += 1 + c;
-		} else {
-			if ((r = scan_fast_varint_rare(r, rend, &t)) == NULL)
-				return 0;
-			v = t;
+	if (rend - r >= 32) {
+		/* h: the first id starting at or after the middle. */
+		for (h = mid = r + (rend - r) / 2; h < rend && h[-1] >= 0x80;
+		    h++)
+			if (h - mid >= 10)
+				break;
+		if (h - mid < 10 && h < rend) {
+			/* [r, mid) and [mid, rend) from here on. */
+			mid = h;
+			while (r < mid && h < rend) {
+				SCAN_FAST_LOC_ID(r, mid, m);
+				SCAN_FAST_LOC_ID(h, rend, m2);
+			}
+			while (h < rend)
+				SCAN_FAST_LOC_ID(h, rend, m2);
+			rend = mid;
+			SCAN_MAX(m, m2);
 		}
-		v--;	/* id 0 becomes the largest */
-		SCAN_MAX(m, v);
 	}
-	if (r < rend) {
-		if (*r >= 0x80)
-			return 0;
-		v = (uint64_t)*r - 1;
-		SCAN_MAX(m, v);
-	}
+	while (r < rend)
+		SCAN_FAST_LOC_ID(r, rend, m);
 	*mp = m;
 	return 1;
 }

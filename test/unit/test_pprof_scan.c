@@ -726,6 +726,10 @@ enum fast_case {
 	F_VALUES_LATER,		/* sample 2 has 3 values */
 	F_NEG_INDEX,		/* a label key of -1 */
 	F_UNKNOWN,		/* an unknown field in a location */
+	F_LONG_STACK,		/* 60 location ids of 1 and 2 bytes */
+	F_LONG_STACK_PAST,	/* ... with n + 1 late in the second half */
+	F_LONG_STACK_ZERO,	/* ... with 0 early in the first half */
+	F_LONG_STACK_OPEN,	/* ... ending mid-varint */
 	F_NCASES
 };
 
@@ -734,11 +738,13 @@ static void
 fast_encode(struct buf *b, enum fast_case c)
 {
 	struct buf	m = { NULL, 0, 0 }, l = { NULL, 0, 0 };
-	uint64_t	locs[3];
+	uint64_t	locs[3], stack[60];
 	char		name[32];
 	int		i, n_loc = 3, n_fn = 2, nst, strs, id;
 
 	memset(b, 0, sizeof *b);
+	if (c >= F_LONG_STACK)
+		n_loc = 300;
 	nst = c == F_MANY_TYPES ? 17 : 2;
 	strs = c == F_MANY_STRINGS ? 80 : 10;
 	for (i = 0; i < nst; i++) {
@@ -752,7 +758,20 @@ fast_encode(struct buf *b, enum fast_case c)
 		locs[2] = c == F_LOC_PAST && i == 2 ? 4 : 3;
 		if ((c == F_LOC_PAST_LAST && i == 1) || c == F_IDS_GAP)
 			locs[2] = 4;
-		if (c == F_MIXED) {
+		if (c >= F_LONG_STACK) {
+			for (id = 0; id < 60; id++)
+				stack[id] = (uint64_t)(id * 37 + i * 11) % 300 +
+				    1;
+			if (c == F_LONG_STACK_PAST && i == 1)
+				stack[55] = 301;
+			if (c == F_LONG_STACK_ZERO && i == 2)
+				stack[3] = 0;
+			put_packed(&m, 1, stack, 60);
+			if (c == F_LONG_STACK_OPEN && i == 0)
+				m.p[m.len - 1] |= 0x80;
+			put_int(&m, 2, 1);
+			put_int(&m, 2, 2);
+		} else if (c == F_MIXED) {
 			put_int(&m, 1, locs[0]);
 			put_packed(&m, 1, locs + 1, 2);
 			put_packed(&m, 2, (uint64_t[]){ 7, 8 }, 2);
@@ -849,7 +868,7 @@ test_fast(void)
 		fast_encode(&b, (enum fast_case)c);
 		d = both(b.p, b.len, MAX_INFLATED, &code, &cause, NULL);
 		ok(d == NULL && (code == 0) == (c <= F_DUP_IDS ||
-		    c == F_UNKNOWN),
+		    c == F_UNKNOWN || c == F_LONG_STACK),
 		    "fast path case %d: %s%s%s", c,
 		    code == 0 ? "accepted" : cause, d ? "; " : "",
 		    d ? d : "");
@@ -1166,6 +1185,7 @@ main(void)
 	test_mutations(corpus, "bench/pool/cpu_A_01.pb.gz", 600, 5);
 	test_mutations(corpus, "go/allocheavy/cpu_B_03.pb.gz", 300, 6);
 	test_mutations(corpus, "go/allocheavy/allocs_A_01.pb.gz", 600, 7);
+	test_mutations(corpus, "go/bigstacks/goroutine_A_01.pb.gz", 600, 8);
 	bench(corpus, "bench/pool/cpu_A", "bench/pool/cpu_A", 1,
 	    50, 15);
 	bench(corpus, "bench/pool/cpu_B", "bench/pool/cpu_B", 1,
