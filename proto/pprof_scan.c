@@ -3,8 +3,12 @@
  *
  * protobuf_c_message_unpack() builds every Sample, Location and Line only
  * for pprof_check() to throw them away, and was the daemon's top CPU cost.
- * pprof_scan() reads the wire format in place instead, in three passes over
- * the top-level fields, which may come in any order and interleave:
+ * pprof_scan() reads the wire format in place instead. First a fast path
+ * (see scan_fast_pass below): one pass, no allocation, for profiles in the
+ * canonical form profilers write, which it either accepts or hands over
+ * untouched. Everything else, every refusal included, gets the exact
+ * passes, three over the top-level fields, which may come in any order and
+ * interleave:
  *
  *   0. count the repeated fields, so one scratch block can hold the string
  *      table (a pointer per string), the sample types and the ids;
