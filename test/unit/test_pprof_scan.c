@@ -700,6 +700,184 @@ test_hand(void)
 	}
 }
 
+/*
+ * Variants of a valid profile around the scanner's fast path (canonical
+ * field order, ids 1..n in order, string indices and references checked
+ * as maxima): each gives up there or not, and must agree with protobuf-c.
+ */
+enum fast_case {
+	F_PLAIN,		/* the fast path's profile */
+	F_MANY_STRINGS,		/* sample type strings past index 64 */
+	F_MANY_TYPES,		/* 17 sample types */
+	F_IDS_REVERSED,		/* ids n..1: valid, not in order */
+	F_IDS_GAP,		/* location ids 1, 3 */
+	F_LONG_VARINTS,		/* 10-byte values and 9-byte addresses */
+	F_MIXED,		/* unpacked location ids, packed values */
+	F_FIELD_ORDER,		/* every message's fields reversed */
+	F_DUP_IDS,		/* a location id given twice, last one 2 */
+	F_LOC0,			/* a sample naming location 0 */
+	F_LOC_PAST,		/* a sample naming location n + 1 */
+	F_LOC_PAST_LAST,	/* ... as the last byte of its packed ids */
+	F_FN_PAST,		/* a line naming function n + 1 */
+	F_MAP_PAST,		/* a location naming mapping n + 1 */
+	F_STR_PAST,		/* a label string index n */
+	F_FN_STR_PAST,		/* a function name index n */
+	F_VALUES_FIRST,		/* sample 0 has 1 value, the others 2 */
+	F_VALUES_LATER,		/* sample 2 has 3 values */
+	F_NEG_INDEX,		/* a label key of -1 */
+	F_UNKNOWN,		/* an unknown field in a location */
+	F_LONG_STACK,		/* 60 location ids of 1 and 2 bytes */
+	F_LONG_STACK_PAST,	/* ... with n + 1 late in the second half */
+	F_LONG_STACK_ZERO,	/* ... with 0 early in the first half */
+	F_LONG_STACK_OPEN,	/* ... ending mid-varint */
+	F_NCASES
+};
+
+/* Appends the profile of case c. */
+static void
+fast_encode(struct buf *b, enum fast_case c)
+{
+	struct buf	m = { NULL, 0, 0 }, l = { NULL, 0, 0 };
+	uint64_t	locs[3], stack[60];
+	char		name[32];
+	int		i, n_loc = 3, n_fn = 2, nst, strs, id;
+
+	memset(b, 0, sizeof *b);
+	if (c >= F_LONG_STACK)
+		n_loc = 300;
+	nst = c == F_MANY_TYPES ? 17 : 2;
+	strs = c == F_MANY_STRINGS ? 80 : 10;
+	for (i = 0; i < nst; i++) {
+		put_int(&m, 1, c == F_MANY_STRINGS ? 70 + i % 2 : 1 + i % 4);
+		put_int(&m, 2, c == F_MANY_STRINGS ? 72 + i % 3 : 5);
+		put_msg(b, 1, &m);
+	}
+	for (i = 0; i < 3; i++) {
+		locs[0] = c == F_LOC0 && i == 1 ? 0 : 1 + (uint64_t)i % 2;
+		locs[1] = 2;
+		locs[2] = c == F_LOC_PAST && i == 2 ? 4 : 3;
+		if ((c == F_LOC_PAST_LAST && i == 1) || c == F_IDS_GAP)
+			locs[2] = 4;
+		if (c >= F_LONG_STACK) {
+			for (id = 0; id < 60; id++)
+				stack[id] = (uint64_t)(id * 37 + i * 11) % 300 +
+				    1;
+			if (c == F_LONG_STACK_PAST && i == 1)
+				stack[55] = 301;
+			if (c == F_LONG_STACK_ZERO && i == 2)
+				stack[3] = 0;
+			put_packed(&m, 1, stack, 60);
+			if (c == F_LONG_STACK_OPEN && i == 0)
+				m.p[m.len - 1] |= 0x80;
+			put_int(&m, 2, 1);
+			put_int(&m, 2, 2);
+		} else if (c == F_MIXED) {
+			put_int(&m, 1, locs[0]);
+			put_packed(&m, 1, locs + 1, 2);
+			put_packed(&m, 2, (uint64_t[]){ 7, 8 }, 2);
+		} else if (c == F_MANY_TYPES) {
+			put_packed(&m, 1, locs, 3);
+			put_packed(&m, 2, locs, 3);
+			put_packed(&m, 2, (uint64_t[]){ 1, 2, 3, 4, 5, 6, 7,
+			    8, 9, 10, 11, 12, 13, 14 }, 14);
+		} else if (c == F_FIELD_ORDER) {
+			put_int(&m, 2, 300);
+			put_int(&m, 2, 5);
+			put_packed(&m, 1, locs, 3);
+		} else {
+			put_packed(&m, 1, locs, 3);
+			put_int(&m, 2, c == F_LONG_VARINTS ? (uint64_t)-5 :
+			    1000000 + (uint64_t)i);
+			if (!(c == F_VALUES_FIRST && i == 0))
+				put_int(&m, 2, 300);
+			if (c == F_VALUES_LATER && i == 2)
+				put_int(&m, 2, 1);
+		}
+		put_int(&l, 1, c == F_NEG_INDEX && i == 1 ? (uint64_t)-1 : 6);
+		put_int(&l, 2, c == F_STR_PAST && i == 2 ? (uint64_t)strs : 7);
+		put_int(&l, 3, 42);
+		put_msg(&m, 3, &l);
+		put_msg(b, 2, &m);
+	}
+	put_int(&m, 1, 1);
+	put_int(&m, 2, 0x400000);
+	put_int(&m, 3, 0x7fffffffffffULL);
+	put_int(&m, 5, 8);
+	put_int(&m, 7, 1);
+	put_msg(b, 3, &m);
+	for (i = 0; i < n_loc; i++) {
+		id = c == F_IDS_REVERSED ? n_loc - i : i + 1;
+		if (c == F_IDS_GAP && i == 2)
+			id = 4;
+		if (c == F_FIELD_ORDER) {
+			put_int(&l, 2, 10 + (uint64_t)i);
+			put_int(&l, 1, 1 + (uint64_t)i % 2);
+			put_msg(&m, 4, &l);
+			put_int(&m, 3, 0x401000 + (uint64_t)i);
+			put_int(&m, 2, 1);
+			put_int(&m, 1, (uint64_t)id);
+		} else {
+			put_int(&m, 1, c == F_DUP_IDS && i == 1 ? 9 :
+			    (uint64_t)id);
+			if (c == F_DUP_IDS && i == 1)
+				put_int(&m, 1, 2);
+			put_int(&m, 2, c == F_MAP_PAST && i == 2 ? 2 : 1);
+			put_int(&m, 3, c == F_LONG_VARINTS ?
+			    0x7fffffffffffffffULL : 0x401000 + (uint64_t)i);
+			if (c == F_UNKNOWN)
+				put_int(&m, 9, 1);
+			put_int(&l, 1, c == F_FN_PAST && i == 1 ? 3 :
+			    1 + (uint64_t)i % 2);
+			put_int(&l, 2, 200 + (uint64_t)i);
+			put_msg(&m, 4, &l);
+		}
+		put_msg(b, 4, &m);
+	}
+	for (i = 0; i < n_fn; i++) {
+		put_int(&m, 1, c == F_IDS_REVERSED ? (uint64_t)(n_fn - i) :
+		    (uint64_t)i + 1);
+		put_int(&m, 2, c == F_FN_STR_PAST && i == 1 ? (uint64_t)strs :
+		    9);
+		put_int(&m, 4, 8);
+		put_int(&m, 5, 17);
+		put_msg(b, 5, &m);
+	}
+	put_str(b, 6, "", 0);
+	for (i = 1; i < strs; i++) {
+		snprintf(name, sizeof name, "s%d", i);
+		put_str(b, 6, name, strlen(name));
+	}
+	put_int(b, 9, 1700000000000000000ULL);
+	put_int(b, 10, 10000000000ULL);
+	put_int(&m, 1, 1);
+	put_int(&m, 2, 5);
+	put_msg(b, 11, &m);
+	put_int(b, 12, 10000000);
+	put_packed(b, 13, (uint64_t[]){ 3, 4 }, 2);
+}
+
+/* The fast path's variants: the same verdicts as protobuf-c. */
+static void
+test_fast(void)
+{
+	struct buf	b;
+	char		*d, *cause;
+	int		c, code;
+
+	for (c = 0; c < F_NCASES; c++) {
+		fast_encode(&b, (enum fast_case)c);
+		d = both(b.p, b.len, MAX_INFLATED, &code, &cause, NULL);
+		ok(d == NULL && (code == 0) == (c <= F_DUP_IDS ||
+		    c == F_UNKNOWN || c == F_LONG_STACK),
+		    "fast path case %d: %s%s%s", c,
+		    code == 0 ? "accepted" : cause, d ? "; " : "",
+		    d ? d : "");
+		free(d);
+		free(cause);
+		free(b.p);
+	}
+}
+
 /* A seeded xorshift64* generator. */
 static uint64_t
 rnd(uint64_t *state)
@@ -994,6 +1172,7 @@ main(void)
 	const char	*corpus = getenv("PROFD_CORPUS");
 
 	test_hand();
+	test_fast();
 	if (corpus == NULL || *corpus == '\0') {
 		ok(0, "PROFD_CORPUS is not set");
 		return tap_done();
@@ -1004,6 +1183,9 @@ main(void)
 	test_mutations(corpus, "go/goroutines/goroutine_A_01.pb.gz", 600, 3);
 	test_mutations(corpus, "go/contention/block_A_02.pb.gz", 1500, 4);
 	test_mutations(corpus, "bench/pool/cpu_A_01.pb.gz", 600, 5);
+	test_mutations(corpus, "go/allocheavy/cpu_B_03.pb.gz", 300, 6);
+	test_mutations(corpus, "go/allocheavy/allocs_A_01.pb.gz", 600, 7);
+	test_mutations(corpus, "go/bigstacks/goroutine_A_01.pb.gz", 600, 8);
 	bench(corpus, "bench/pool/cpu_A", "bench/pool/cpu_A", 1,
 	    50, 15);
 	bench(corpus, "bench/pool/cpu_B", "bench/pool/cpu_B", 1,
