@@ -1,20 +1,22 @@
 /*
- * Blob files. A write goes to a temp file in the blob's own directory
- * (.tmp.ID.XXXXXX) and is renamed into place without replacing an
- * existing blob (renameat2 RENAME_NOREPLACE, or link+unlink where the file
- * system lacks it). Anything named .tmp.* is garbage from an interrupted
- * write and is removed by the startup check (recover.c) through
- * blobs_scan, as is a blob whose row never committed.
- *
- * Durability is batched by the caller: blobs_create leaves the blob written
- * but not yet durable and its file open; the metadata group commit then
- * calls blobs_sync once for the whole batch, which is one syncfs(2) on the
- * blob file system: it writes back every blob's data and commits one
- * journal transaction for all their names (instead of an fsync per blob
+ * Blob files. A blob is written straight under its final name, created
+ * with O_EXCL so an existing blob is never replaced, and is not durable
+ * yet when blobs_create returns: its file stays open. Durability is
+ * batched by the caller: the metadata group commit calls blobs_sync once
+ * for the whole batch, one syncfs(2) on the blob file system, which writes
+ * back every blob's data and names together (instead of an fsync per blob
  * and per directory). Then blobs_check on each open file reports a
  * write-back error of that very file (sync_file_range's wait reports the
  * file's own errors, which syncfs alone cannot promise when an earlier
  * sync consumed them), and only rows whose blobs pass are committed.
+ *
+ * So a blob file may be partial only while it has no row: nothing reads a
+ * blob without a row, and the startup check (recover.c, through
+ * blobs_scan) removes every blob without a row, and any .tmp.* file left
+ * by versions that wrote through a temp file. This keeps DESIGN.md's
+ * guarantee (a 200 means blob and row are durable; a crash never leaves a
+ * half-visible profile) without its temp-file-and-rename step, which cost
+ * a second directory operation per upload under the directory's lock.
  * syncfs also writes back other files' dirty data on the same file
  * system; the README suggests a data directory on its own file system
  * when other programs write heavily beside it.
@@ -163,44 +165,28 @@ blobs_check(int fd, const char *id, char **cause)
 	return 0;
 }
 
-/* Creates the temp file for id in dir, creating dir (durably) if needed. */
+/* Creates blob file path (never replacing one), creating dir if needed. */
 static int
-blobs_create_temp(struct blobs *b, const char *dir, const char *id,
-    char *tmp, char **cause)
+blobs_open_new(struct blobs *b, const char *dir, const char *path,
+    char **cause)
 {
 	int	fd;
 
-	blobs_pathf(tmp, "%s/" BLOBS_TEMP_PREFIX "%s.XXXXXX", dir, id);
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) != -1)
-		return fd;
-	if (errno != ENOENT)
-		return xcause(cause, "create temp file in %s: %s", dir,
-		    strerror(errno));
-	if (mkdir(dir, 0755) == -1 && errno != EEXIST)
-		return xcause(cause, "create %s: %s", dir, strerror(errno));
-	if (blobs_sync_dir(b->root, cause) == -1)
-		return -1;
-	blobs_pathf(tmp, "%s/" BLOBS_TEMP_PREFIX "%s.XXXXXX", dir, id);
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1)
-		return xcause(cause, "create temp file in %s: %s", dir,
-		    strerror(errno));
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd == -1 && errno == ENOENT) {
+		if (mkdir(dir, 0755) == -1 && errno != EEXIST)
+			return xcause(cause, "create %s: %s", dir,
+			    strerror(errno));
+		if (blobs_sync_dir(b->root, cause) == -1)
+			return -1;
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	}
+	if (fd == -1) {
+		if (errno == EEXIST)
+			return xcause(cause, "already exists");
+		return xcause(cause, "create %s: %s", path, strerror(errno));
+	}
 	return fd;
-}
-
-/* Renames tmp to path unless path exists. */
-static int
-blobs_rename_noreplace(const char *tmp, const char *path)
-{
-#ifdef RENAME_NOREPLACE
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
-		return 0;
-	if (errno != EINVAL && errno != ENOSYS)
-		return -1;
-#endif
-	if (link(tmp, path) == -1)
-		return -1;
-	unlink(tmp);
-	return 0;
 }
 
 /* Writes blob id under its name, not yet durable; *fdp: OUT its open fd. */
@@ -208,7 +194,7 @@ int
 blobs_create(struct blobs *b, const char *id, const void *buf, size_t len,
     int *fdp, char **cause)
 {
-	char		 dir[PATH_MAX], tmp[PATH_MAX], path[PATH_MAX];
+	char		 dir[PATH_MAX], path[PATH_MAX];
 	const uint8_t	*p = buf;
 	char		*why = NULL;
 	int		 fd;
@@ -219,32 +205,23 @@ blobs_create(struct blobs *b, const char *id, const void *buf, size_t len,
 		return xcause(cause, "write blob: invalid id");
 	blobs_dir(b, id, dir);
 	blobs_pathf(path, "%s/%s", dir, id);
-	if ((fd = blobs_create_temp(b, dir, id, tmp, &why)) == -1)
+	if ((fd = blobs_open_new(b, dir, path, &why)) == -1)
 		goto fail;
 	while (len > 0) {
 		if ((w = write(fd, p, len)) == -1) {
 			if (errno == EINTR)
 				continue;
-			why = xasprintf("write %s: %s", tmp, strerror(errno));
-			goto fail_temp;
+			why = xasprintf("write %s: %s", path, strerror(errno));
+			close(fd);
+			unlink(path);
+			goto fail;
 		}
 		p += w;
 		len -= (size_t)w;
 	}
-	if (blobs_rename_noreplace(tmp, path) == -1) {
-		if (errno == EEXIST)
-			why = xasprintf("already exists");
-		else
-			why = xasprintf("rename to %s: %s", path,
-			    strerror(errno));
-		goto fail_temp;
-	}
 	*fdp = fd;
 	return 0;
 
-fail_temp:
-	close(fd);
-	unlink(tmp);
 fail:
 	xcause(cause, "write blob %s: %s", id, why);
 	free(why);

@@ -1,8 +1,8 @@
 /*
  * Blob files: the uploaded bytes of each profile under
  * DATA_DIR/blobs/xx/ID (xx = the first two characters of ID), written
- * durably (temp file, rename without replacing, then one syncfs for a
- * whole group commit, see blobs.c) and scanned at startup by recover.c.
+ * durably (created without replacing, then one syncfs for a whole group
+ * commit, see blobs.c) and scanned at startup by recover.c.
  */
 #ifndef PROFD_BLOBS_H
 #define PROFD_BLOBS_H
@@ -38,7 +38,7 @@ int	blobs_remove(struct blobs *, const char *id, int sync, char **cause);
 
 enum blobs_entry {
 	BLOBS_ENTRY_BLOB,	/* a finished blob; name is its id */
-	BLOBS_ENTRY_TEMP,	/* a temp file left by an interrupted write */
+	BLOBS_ENTRY_TEMP,	/* a .tmp.* file of an older version's write */
 	BLOBS_ENTRY_OTHER	/* not ours: left alone */
 };
 

@@ -1,7 +1,7 @@
 /*
  * Startup consistency check. A put writes its blob before its row, so a
- * crash can leave a temp file or a finished blob with no row; both are
- * removed here. A row with no blob should not happen (the row is written
+ * crash can leave a blob with no row, partial or whole (or a .tmp.* file
+ * of an older version); all are removed here. A row with no blob should not happen (the row is written
  * last and deleted first) unless files were lost outside profd; such rows
  * are counted and logged, not deleted, so an operator can look.
  *
