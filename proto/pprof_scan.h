@@ -21,5 +21,11 @@
  */
 int	pprof_scan(const uint8_t *raw, size_t len, struct pprof_summary *sum,
 	    char **cause);
+/*
+ * pprof_scan without its fast path: the exact passes alone. Same results
+ * by design; tests and the fuzzer compare the two.
+ */
+int	pprof_scan_exact(const uint8_t *raw, size_t len,
+	    struct pprof_summary *sum, char **cause);
 
 #endif

@@ -5,7 +5,8 @@
  * Properties beyond "no crash, no leak": a non-gzip input gives the same
  * verdict raw and gzipped; an error always has a reason; an accepted profile
  * re-encodes (pprof_encode_gzip) into one that is accepted again with the
- * same summary.
+ * same summary; the scanner with its fast path and without it (exact
+ * passes only) give the same verdict, cause and summary.
  */
 #include <string.h>
 
@@ -13,6 +14,7 @@
 
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
+#include "proto/pprof_scan.h"
 #include "test/fuzz/fuzz.h"
 
 /* Inflated size cap: small, so gzip bombs are cut short quickly. */
@@ -86,6 +88,33 @@ fuzz_pprof_roundtrip(const uint8_t *data, size_t size,
 	free(gz);
 }
 
+/* The fast path must change nothing: same verdict, cause and summary. */
+static void
+fuzz_pprof_fast_vs_exact(const uint8_t *data, size_t size)
+{
+	struct pprof_summary	 a, b;
+	char			*ca = NULL, *cb = NULL;
+	int			 ra, rb;
+
+	ra = pprof_scan(data, size, &a, &ca);
+	rb = pprof_scan_exact(data, size, &b, &cb);
+	if (ra != rb || (ra != 0 && strcmp(ca, cb) != 0)) {
+		fprintf(stderr, "fast: %d %s / exact: %d %s\n", ra,
+		    ca ? ca : "-", rb, cb ? cb : "-");
+		FUZZ_ASSERT(!"fast path and exact passes agree");
+	}
+	if (ra == 0) {
+		FUZZ_ASSERT(a.samples == b.samples);
+		FUZZ_ASSERT(a.time_nanos == b.time_nanos);
+		FUZZ_ASSERT(a.duration_nanos == b.duration_nanos);
+		FUZZ_ASSERT(strcmp(a.sample_types, b.sample_types) == 0);
+		pprof_summary_free(&a);
+		pprof_summary_free(&b);
+	}
+	free(ca);
+	free(cb);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -94,6 +123,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t			 gzlen;
 	int			 rc_raw, rc_gz;
 
+	fuzz_pprof_fast_vs_exact(data, size);
 	rc_raw = fuzz_pprof_check(data, size, &sum_raw);
 	if (rc_raw == 0)
 		fuzz_pprof_roundtrip(data, size, &sum_raw);
