@@ -19,34 +19,9 @@
 
 #include "proto/pprof.h"
 #include "proto/pprof_scan.h"
+#include "test/unit/readfile.h"
 
 #define MAX_INFLATED	((size_t)64 * 1024 * 1024)
-
-/* Reads a whole file into a new buffer; NULL on error. */
-static uint8_t *
-bench_read(const char *path, size_t *len)
-{
-	FILE	*f;
-	uint8_t	*buf;
-	long	 n;
-
-	if ((f = fopen(path, "rb")) == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET) != 0 || (buf = malloc((size_t)n + 1)) ==
-	    NULL) {
-		fclose(f);
-		return NULL;
-	}
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
 
 /* CPU time of this thread in seconds (the machine is shared). */
 static double
@@ -87,7 +62,7 @@ bench_file(const char *path, int runs)
 	char			*cause = NULL;
 	int			 i, code;
 
-	if ((body = bench_read(path, &len)) == NULL) {
+	if ((body = read_file(path, &len)) == NULL) {
 		printf("%s\tunreadable\n", path);
 		return;
 	}
