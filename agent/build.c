@@ -186,13 +186,13 @@ build_cached_map(struct build *b, uint64_t addr)
 	return maps_find(&b->maps, addr);
 }
 
-/* Mixes an address for the call target cache. */
+/* Mixes a 64-bit key (hash tables and the call target cache). */
 static uint64_t
-build_mix_link(uint64_t k)
+build_mix(uint64_t k)
 {
-	k ^= k >> 29;
-	k *= 0xbf58476d1ce4e5b9ULL;
-	k ^= k >> 32;
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
 	return k;
 }
 
@@ -260,7 +260,7 @@ build_cached_target(struct build *b, uintptr_t link)
 
 	if (b->links == NULL)
 		b->links = xcalloc(BUILD_LINKS, sizeof *b->links);
-	e = &b->links[(build_mix_link(link)) & (BUILD_LINKS - 1)];
+	e = &b->links[build_mix(link) & (BUILD_LINKS - 1)];
 	if (e->link != link) {
 		e->link = link;
 		e->target = build_call_target(link);
@@ -286,16 +286,6 @@ build_fix_leaf(struct build *b, uintptr_t *pcs, uint32_t n, uint32_t max,
 	memmove(pcs + 2, pcs + 1, (n - 1) * sizeof *pcs);
 	pcs[1] = link;
 	return n + 1;
-}
-
-/* Mixes a 64-bit key. */
-static uint64_t
-build_mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	return k;
 }
 
 /* Finds key; returns its value or -1. With insert, adds it as val. */
