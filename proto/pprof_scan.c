@@ -958,23 +958,29 @@ scan_string(const struct scan *s, int64_t idx, size_t *len)
 	return hdr + n;
 }
 
-/* Fills *sum like pprof_summarize(). */
+/*
+ * Fills *sum like pprof_summarize(), for either pass: str(ctx, j) gives
+ * the type (j = 2i) and unit (j = 2i + 1) strings of sample type i.
+ */
 static void
-scan_summarize(const struct scan *s, struct pprof_summary *sum)
+scan_summary_fill(struct pprof_summary *sum, size_t n_types,
+    const uint8_t *(*str)(const void *ctx, size_t j, size_t *len),
+    const void *ctx, int64_t samples, int64_t time_nanos,
+    int64_t duration_nanos)
 {
 	const uint8_t	*type, *unit;
 	size_t		 i, len = 1, tl, ul;
 	char		*w;
 
-	for (i = 0; i < s->n_sample_type; i++) {
-		(void)scan_string(s, s->st[2 * i], &tl);
-		(void)scan_string(s, s->st[2 * i + 1], &ul);
+	for (i = 0; i < n_types; i++) {
+		(void)str(ctx, 2 * i, &tl);
+		(void)str(ctx, 2 * i + 1, &ul);
 		len += tl + ul + 2;
 	}
 	w = sum->sample_types = xmalloc(len);
-	for (i = 0; i < s->n_sample_type; i++) {
-		type = scan_string(s, s->st[2 * i], &tl);
-		unit = scan_string(s, s->st[2 * i + 1], &ul);
+	for (i = 0; i < n_types; i++) {
+		type = str(ctx, 2 * i, &tl);
+		unit = str(ctx, 2 * i + 1, &ul);
 		if (i != 0)
 			*w++ = ',';
 		memcpy(w, type, tl);
@@ -984,9 +990,26 @@ scan_summarize(const struct scan *s, struct pprof_summary *sum)
 		w += ul;
 	}
 	*w = '\0';
-	sum->samples = (int64_t)s->n_sample;
-	sum->time_nanos = s->time_nanos;
-	sum->duration_nanos = s->duration_nanos;
+	sum->samples = samples;
+	sum->time_nanos = time_nanos;
+	sum->duration_nanos = duration_nanos;
+}
+
+/* Sample type string j of the exact passes (see scan_summary_fill). */
+static const uint8_t *
+scan_type_string(const void *ctx, size_t j, size_t *len)
+{
+	const struct scan *s = ctx;
+
+	return scan_string(s, s->st[j], len);
+}
+
+/* Fills *sum like pprof_summarize(). */
+static void
+scan_summarize(const struct scan *s, struct pprof_summary *sum)
+{
+	scan_summary_fill(sum, s->n_sample_type, scan_type_string, s,
+	    (int64_t)s->n_sample, s->time_nanos, s->duration_nanos);
 }
 
 /* 64-bit words of a dense id bitmap for n ids: 4n + 4 bits. */
@@ -1608,35 +1631,22 @@ scan_fast_string(const struct scan_fast *x, size_t i, size_t *len)
 	return x->str_p[i];
 }
 
+/* Sample type string j of the fast pass (see scan_summary_fill). */
+static const uint8_t *
+scan_fast_type_string(const void *ctx, size_t j, size_t *len)
+{
+	const struct scan_fast *x = ctx;
+
+	return scan_fast_string(x, x->st[j], len);
+}
+
 /* Fills *sum like pprof_summarize() after a successful fast pass. */
 static void
 scan_fast_summarize(const struct scan_fast *x, struct pprof_summary *sum)
 {
-	const uint8_t	*type, *unit;
-	size_t		 i, len = 1, tl, ul;
-	char		*w;
-
-	for (i = 0; i < x->n_sample_type; i++) {
-		(void)scan_fast_string(x, x->st[2 * i], &tl);
-		(void)scan_fast_string(x, x->st[2 * i + 1], &ul);
-		len += tl + ul + 2;
-	}
-	w = sum->sample_types = xmalloc(len);
-	for (i = 0; i < x->n_sample_type; i++) {
-		type = scan_fast_string(x, x->st[2 * i], &tl);
-		unit = scan_fast_string(x, x->st[2 * i + 1], &ul);
-		if (i != 0)
-			*w++ = ',';
-		memcpy(w, type, tl);
-		w += tl;
-		*w++ = '/';
-		memcpy(w, unit, ul);
-		w += ul;
-	}
-	*w = '\0';
-	sum->samples = (int64_t)x->n_sample;
-	sum->time_nanos = (int64_t)x->time_nanos;
-	sum->duration_nanos = (int64_t)x->duration_nanos;
+	scan_summary_fill(sum, x->n_sample_type, scan_fast_type_string, x,
+	    (int64_t)x->n_sample, (int64_t)x->time_nanos,
+	    (int64_t)x->duration_nanos);
 }
 
 /* Checks and summarizes raw bytes; try_fast: the fast path first. */
