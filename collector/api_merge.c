@@ -13,7 +13,7 @@
 #include "collector/api.h"
 #include "collector/httpjob.h"
 #include "collector/ids.h"
-#include "collector/merge_run.h"
+#include "merge/merge_run.h"
 #include "collector/params.h"
 #include "collector/reply.h"
 #include "collector/server.h"

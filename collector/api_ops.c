@@ -21,7 +21,7 @@
 
 #include "collector/api_ops.h"
 #include "collector/metrics.h"
-#include "collector/pool.h"
+#include "common/pool.h"
 #include "collector/reply.h"
 #include "collector/server.h"
 #include "common/log.h"

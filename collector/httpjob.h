@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "collector/pool.h"
+#include "common/pool.h"
 
 struct server;
 struct evhttp_request;

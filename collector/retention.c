@@ -20,7 +20,7 @@
 
 #include "collector/metrics.h"
 #include "collector/params.h"
-#include "collector/pool.h"
+#include "common/pool.h"
 #include "collector/retention.h"
 #include "collector/server.h"
 #include "common/log.h"

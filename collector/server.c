@@ -31,7 +31,7 @@
 #include "collector/metrics.h"
 #include "collector/notify.h"
 #include "collector/params.h"
-#include "collector/pool.h"
+#include "common/pool.h"
 #include "collector/reply.h"
 #include "collector/retention.h"
 #include "collector/server.h"

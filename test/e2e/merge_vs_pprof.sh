@@ -2,7 +2,7 @@
 # merge_vs_pprof.sh: the merge engine against `go tool pprof -proto`.
 #
 # For every kind of corpus profile, merges the same files with merge_files
-# (collector/merge_run.c) and with `go tool pprof -proto`, then checks that
+# (merge/merge_run.c) and with `go tool pprof -proto`, then checks that
 # `go tool pprof -top` of both lists the same functions with the same flat
 # and cum values, exactly (-unit=ns prints raw integers), for every sample
 # index; and that it equals `go tool pprof -top` of the inputs themselves,

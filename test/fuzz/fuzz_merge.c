@@ -1,5 +1,5 @@
 /*
- * Fuzz target for the merge engine (collector/merge.c). The input is two
+ * Fuzz target for the merge engine (merge/merge.c). The input is two
  * profiles: a 4-byte little-endian length n, then n bytes of profile A,
  * then profile B (shorter inputs are all A). Each is decoded and validated
  * by pprof_load as a stored blob would be, then merged twice: A and B into
@@ -10,8 +10,8 @@
  */
 #include <string.h>
 
-#include "collector/arena.h"
-#include "collector/merge.h"
+#include "common/arena.h"
+#include "merge/merge.h"
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 #include "test/fuzz/fuzz.h"

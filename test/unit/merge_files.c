@@ -22,8 +22,8 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 
-#include "collector/merge_run.h"
-#include "collector/pool.h"
+#include "merge/merge_run.h"
+#include "common/pool.h"
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 #include "test/unit/merge_testlib.h"

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the merge engine (collector/merge.c) on profiles built in
+ * Unit tests of the merge engine (merge/merge.c) on profiles built in
  * memory and on real corpus profiles: deduplication, address independence,
  * keys of unsymbolized locations, labels, zero samples, sample type
  * mismatch and alignment, header rules, merge of one, combine.
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/arena.h"
-#include "collector/merge.h"
+#include "common/arena.h"
+#include "merge/merge.h"
 #include "test/tap.h"
 #include "test/unit/merge_testlib.h"
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the parallel merge driver (collector/merge_run.c) on corpus
+ * Unit tests of the parallel merge driver (merge/merge_run.c) on corpus
  * files: sequential and pooled runs agree with merge_add, several merges at
  * once on a pool whose every worker is inside merge_run do not deadlock,
  * and each failure maps to its HTTP code (404, 422, 500, 499).
@@ -14,9 +14,9 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 
-#include "collector/merge.h"
-#include "collector/merge_run.h"
-#include "collector/pool.h"
+#include "merge/merge.h"
+#include "merge/merge_run.h"
+#include "common/pool.h"
 #include "test/tap.h"
 #include "test/unit/merge_testlib.h"
 

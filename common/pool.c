@@ -17,7 +17,7 @@
 
 #include <event2/event.h>
 
-#include "collector/pool.h"
+#include "common/pool.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 

@@ -24,10 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/arena.h"
-#include "collector/merge.h"
-#include "collector/merge_run.h"
-#include "collector/pool.h"
+#include "common/arena.h"
+#include "merge/merge.h"
+#include "merge/merge_run.h"
+#include "common/pool.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "proto/pprof.h"

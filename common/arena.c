@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "collector/arena.h"
+#include "common/arena.h"
 #include "common/xmalloc.h"
 
 #define ARENA_ALIGN		16

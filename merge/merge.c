@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/arena.h"
-#include "collector/merge.h"
+#include "common/arena.h"
+#include "merge/merge.h"
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 
