@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "collector/config.h"
-#include "collector/params.h"
+#include "common/parse.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 
@@ -134,12 +134,12 @@ config_set(struct config *c, const struct config_option *o, const char *value,
 		*(char **)field = xstrdup(value);
 		return 0;
 	case CONFIG_INT:
-		if (params_int(value, o->min, o->max, &v, &why) < 0)
+		if (parse_int(value, o->min, o->max, &v, &why) < 0)
 			break;
 		*(int64_t *)field = v;
 		return 0;
 	case CONFIG_SIZE:
-		if (params_size(value, &u, &why) < 0)
+		if (parse_size(value, &u, &why) < 0)
 			break;
 		if (u == 0) {
 			why = xstrdup("must be more than 0");
@@ -148,7 +148,7 @@ config_set(struct config *c, const struct config_option *o, const char *value,
 		*(uint64_t *)field = u;
 		return 0;
 	case CONFIG_DURATION:
-		if (params_duration(value, &v, &why) < 0)
+		if (parse_duration(value, &v, &why) < 0)
 			break;
 		if (v < o->min) {
 			why = xstrdup("must be more than 0");

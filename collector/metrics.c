@@ -15,10 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "collector/build_info.h"
 #include "collector/metrics.h"
+#include "common/clock.h"
 #include "common/xmalloc.h"
 
 #define METRICS_NPENDING	1024	/* hash buckets, a power of two */
@@ -85,25 +85,13 @@ struct metrics {
 	_Atomic int64_t		 retention_last_duration_ns;
 };
 
-/* Monotonic now in ns. */
-static int64_t
-metrics_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* A new, zeroed set of metrics. */
 struct metrics *
 metrics_new(void)
 {
 	struct metrics *m = xcalloc(1, sizeof *m);
-	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	m->start_time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	m->start_time_ns = clock_now_ns();
 	return m;
 }
 
@@ -186,7 +174,7 @@ metrics_request_start(struct metrics *m, const void *req,
 		p = xmalloc(sizeof *p);	/* else a stale entry: reuse it */
 	p->req = req;
 	p->route = route;
-	p->start_ns = metrics_mono_ns();
+	p->start_ns = clock_mono_ns();
 	slot = metrics_slot(m, req);
 	p->next = *slot;
 	*slot = p;
@@ -206,7 +194,7 @@ metrics_request_end(struct metrics *m, const void *req, int code)
 		return;
 	if ((p = metrics_take(m, req)) != NULL) {
 		route = p->route;
-		seconds = (metrics_mono_ns() - p->start_ns) / 1e9;
+		seconds = (clock_mono_ns() - p->start_ns) / 1e9;
 		free(p);
 	}
 	if (code < METRICS_MIN_CODE || code >= METRICS_MIN_CODE + METRICS_NCODES)
@@ -259,18 +247,13 @@ metrics_retention_deleted(struct metrics *m, uint64_t n)
 
 /* Records the end of a retention sweep. */
 void
-metrics_retention_sweep(struct metrics *m, uint64_t deleted, int failed,
+metrics_retention_sweep(struct metrics *m, int failed,
     int64_t duration_ns)
 {
-	struct timespec ts;
-
-	(void)deleted;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	atomic_fetch_add(&m->retention_sweeps, 1);
 	if (failed)
 		atomic_fetch_add(&m->retention_failures, 1);
-	atomic_store(&m->retention_last_ns,
-	    (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+	atomic_store(&m->retention_last_ns, clock_now_ns());
 	atomic_store(&m->retention_last_duration_ns, duration_ns);
 }
 

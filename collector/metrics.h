@@ -1,7 +1,7 @@
 /*
  * Counters and histograms for GET /metrics (Prometheus text format 0.0.4).
  *
- * Requests are counted where they start (server.c's router, which knows the
+ * Requests are counted where they start (the router, which knows the
  * route) and where they end (reply.c, which knows the status code): every
  * request of ours ends in exactly one reply, so the pair brackets it and
  * gives its latency. Both run on the loop thread, as does rendering, so
@@ -58,8 +58,8 @@ void	metrics_request_end(struct metrics *, const void *req, int code);
 
 /* Any thread: the store's totals, cached for scrapes. */
 void	metrics_set_totals(struct metrics *, int64_t profiles, int64_t bytes);
-/* Any thread: one retention sweep finished (deleted profiles, ok or not). */
-void	metrics_retention_sweep(struct metrics *, uint64_t deleted, int failed,
+/* Any thread: one retention sweep finished (ok or failed) in duration_ns. */
+void	metrics_retention_sweep(struct metrics *, int failed,
 	    int64_t duration_ns);
 /* Any thread: n profiles deleted by retention so far in a sweep. */
 void	metrics_retention_deleted(struct metrics *, uint64_t n);

@@ -14,22 +14,22 @@
  * except the batch result, which the worker writes before done() runs.
  */
 #include <stdlib.h>
-#include <time.h>
 
 #include <event2/event.h>
 
 #include "collector/metrics.h"
-#include "collector/params.h"
-#include "common/pool.h"
 #include "collector/retention.h"
-#include "collector/server.h"
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/pool.h"
 #include "common/xmalloc.h"
 #include "storage/store.h"
 
 struct retention {
 	struct pool_job	 pj;		/* the batch job; first member */
-	struct server	*srv;
+	struct pool	*pool;
+	struct store	*store;
+	struct metrics	*metrics;
 	struct event	*timer;
 	int64_t		 retention_ns;
 	int64_t		 interval_ns;
@@ -48,16 +48,6 @@ struct retention {
 	int		 batch_failed;
 	char		*batch_cause;
 };
-
-/* Monotonic now in ns. */
-static int64_t
-retention_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Arms the timer to fire in ns. */
 static void
@@ -79,22 +69,22 @@ retention_work(struct pool_job *pj)
 	free(r->batch_cause);
 	r->batch_cause = NULL;
 	r->batch_deleted = 0;
-	r->batch_failed = store_delete_before(r->srv->store, r->cutoff,
+	r->batch_failed = store_delete_before(r->store, r->cutoff,
 	    RETENTION_BATCH, &r->batch_deleted, &r->batch_cause) != 0;
 	if (r->batch_deleted > 0)
-		metrics_retention_deleted(r->srv->metrics, r->batch_deleted);
+		metrics_retention_deleted(r->metrics, r->batch_deleted);
 }
 
 /* Ends the sweep and schedules the next one. */
 static void
 retention_sweep_end(struct retention *r, int failed)
 {
-	int64_t took = retention_mono_ns() - r->started_ns;
+	int64_t took = clock_mono_ns() - r->started_ns;
 	char when[64];
 
 	r->sweeping = 0;
-	metrics_retention_sweep(r->srv->metrics, r->deleted, failed, took);
-	params_format_time(r->cutoff, when, sizeof when);
+	metrics_retention_sweep(r->metrics, failed, took);
+	clock_format(r->cutoff, when, sizeof when);
 	if (r->deleted > 0 || failed)
 		log_info("retention: deleted %llu profiles created before %s "
 		    "in %.1f ms (%zu batches)%s", (unsigned long long)r->deleted,
@@ -135,12 +125,12 @@ retention_timer_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	if (!r->sweeping) {
 		r->sweeping = 1;
-		r->cutoff = server_now_ns() - r->retention_ns;
-		r->started_ns = retention_mono_ns();
+		r->cutoff = clock_now_ns() - r->retention_ns;
+		r->started_ns = clock_mono_ns();
 		r->deleted = 0;
 		r->batches = 0;
 	}
-	if (pool_submit(r->srv->pool, &r->pj) != 0) {
+	if (pool_submit(r->pool, &r->pj) != 0) {
 		log_debug("%s: pool busy, retrying in 1 s", __func__);
 		retention_arm(r, INT64_C(1000000000));
 		return;
@@ -150,7 +140,8 @@ retention_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 /* Schedules sweeps; NULL when retention is off. */
 struct retention *
-retention_new(struct server *srv, int64_t retention_ns, int64_t interval_ns)
+retention_new(struct event_base *base, struct pool *pool, struct store *store,
+    struct metrics *metrics, int64_t retention_ns, int64_t interval_ns)
 {
 	struct retention *r;
 	int64_t first = RETENTION_FIRST_MS * INT64_C(1000000);
@@ -160,11 +151,13 @@ retention_new(struct server *srv, int64_t retention_ns, int64_t interval_ns)
 	r = xcalloc(1, sizeof *r);
 	r->pj.work = retention_work;
 	r->pj.done = retention_done;
-	r->srv = srv;
+	r->pool = pool;
+	r->store = store;
+	r->metrics = metrics;
 	r->retention_ns = retention_ns;
 	r->interval_ns = interval_ns > 0 ? interval_ns :
 	    INT64_C(60) * 1000000000;
-	r->timer = evtimer_new(srv->base, retention_timer_cb, r);
+	r->timer = evtimer_new(base, retention_timer_cb, r);
 	retention_arm(r, first < r->interval_ns ? first : r->interval_ns);
 	return r;
 }

@@ -1,14 +1,16 @@
 /*
  * Fuzz target for the query-string parsers (collector/params.c): the input,
  * cut at its first NUL, is a query string. It goes through params_parse and
- * query_args_parse (list and merge flavours), and every parameter's value
+ * params_query_parse (list and merge flavours), and every parameter's value
  * also through each value parser: labels, times, durations, integers and
  * sizes. Properties: an error has a reason; parsed queries have from <= to,
  * a limit within bounds and labels sorted by key then value.
  */
 #include <string.h>
 
-#include "collector/params.h"
+#include "collector/api/params.h"
+#include "common/clock.h"
+#include "common/parse.h"
 #include "common/xmalloc.h"
 #include "test/fuzz/fuzz.h"
 
@@ -59,19 +61,19 @@ fuzz_query_value(const char *raw)
 		free(cause);
 		return;
 	}
-	if (params_time(v, FUZZ_QUERY_NOW, &i64, &cause) == 0)
-		params_format_time(i64, buf, sizeof buf);
+	if (parse_time(v, FUZZ_QUERY_NOW, &i64, &cause) == 0)
+		clock_format(i64, buf, sizeof buf);
 	free(cause);
 	cause = NULL;
-	if (params_duration(v, &i64, &cause) == 0)
+	if (parse_duration(v, &i64, &cause) == 0)
 		FUZZ_ASSERT(i64 >= 0);
 	free(cause);
 	cause = NULL;
-	if (params_int(v, INT64_MIN, INT64_MAX, &i64, &cause) != 0)
+	if (parse_int(v, INT64_MIN, INT64_MAX, &i64, &cause) != 0)
 		FUZZ_ASSERT(cause != NULL);
 	free(cause);
 	cause = NULL;
-	if (params_size(v, &u64, &cause) != 0)
+	if (parse_size(v, &u64, &cause) != 0)
 		FUZZ_ASSERT(cause != NULL);
 	free(cause);
 	(void)params_type_valid(v);
@@ -80,14 +82,14 @@ fuzz_query_value(const char *raw)
 	free(v);
 }
 
-/* query_args_parse and the properties of what it returns. */
+/* params_query_parse and the properties of what it returns. */
 static void
 fuzz_query_args(const struct params *p, int need_type)
 {
-	struct query_args	 qa;
+	struct params_query	 qa;
 	char			*cause = NULL, buf[64];
 
-	if (query_args_parse(p, FUZZ_QUERY_NOW, need_type, 100, 1000, &qa,
+	if (params_query_parse(p, FUZZ_QUERY_NOW, need_type, 100, 1000, &qa,
 	    &cause) != 0) {
 		FUZZ_ASSERT(cause != NULL && *cause != '\0');
 		free(cause);
@@ -100,9 +102,9 @@ fuzz_query_args(const struct params *p, int need_type)
 	FUZZ_ASSERT(!need_type || qa.q.type != NULL);
 	FUZZ_ASSERT(qa.q.type == NULL || params_type_valid(qa.q.type));
 	fuzz_query_labels_ok(qa.q.labels, qa.q.nlabels);
-	params_format_time(qa.q.from, buf, sizeof buf);
-	params_format_time(qa.q.to, buf, sizeof buf);
-	query_args_clear(&qa);
+	clock_format(qa.q.from, buf, sizeof buf);
+	clock_format(qa.q.to, buf, sizeof buf);
+	params_query_clear(&qa);
 }
 
 int

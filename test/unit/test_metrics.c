@@ -236,8 +236,8 @@ main(void)
 	metrics_set_totals(m, 42, 123456);
 	metrics_retention_deleted(m, 500);
 	metrics_retention_deleted(m, 7);
-	metrics_retention_sweep(m, 507, 0, 1500000);
-	metrics_retention_sweep(m, 0, 1, 100);
+	metrics_retention_sweep(m, 0, 1500000);
+	metrics_retention_sweep(m, 1, 100);
 
 	text = render(m);
 #define V(s)	value(text, s)

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/params.h"
+#include "collector/api/params.h"
+#include "common/clock.h"
+#include "common/parse.h"
 #include "test/tap.h"
 
 #define NS	INT64_C(1000000000)
@@ -17,7 +19,7 @@ t(const char *s)
 	int64_t v;
 	char *cause = NULL;
 
-	if (params_time(s, 1700000000 * NS, &v, &cause) < 0) {
+	if (parse_time(s, 1700000000 * NS, &v, &cause) < 0) {
 		free(cause);
 		return INT64_MIN;
 	}
@@ -177,18 +179,18 @@ test_times(void)
 	ok(t("now-5x") == INT64_MIN, "unknown unit");
 	ok(t("") == INT64_MIN, "empty time");
 	ok(t("2023-11-14T22:13:20Zjunk") == INT64_MIN, "trailing junk");
-	ok(params_time("junk", 0, &d, &cause) == -1 &&
+	ok(parse_time("junk", 0, &d, &cause) == -1 &&
 	    strstr(cause, "junk") != NULL, "cause quotes the input");
 	free(cause);
 	cause = NULL;
-	ok(params_duration("1.5s", &d, &cause) == 0 && d == NS + NS / 2,
+	ok(parse_duration("1.5s", &d, &cause) == 0 && d == NS + NS / 2,
 	    "fractional duration");
-	ok(params_duration("250ms", &d, &cause) == 0 && d == 250000000,
+	ok(parse_duration("250ms", &d, &cause) == 0 && d == 250000000,
 	    "milliseconds");
-	ok(params_duration("0", &d, &cause) == 0 && d == 0, "zero duration");
-	params_format_time(1700000000 * NS, buf, sizeof buf);
+	ok(parse_duration("0", &d, &cause) == 0 && d == 0, "zero duration");
+	clock_format(1700000000 * NS, buf, sizeof buf);
 	ok(strcmp(buf, "2023-11-14T22:13:20Z") == 0, "format whole seconds");
-	params_format_time(1700000000 * NS + 120000000, buf, sizeof buf);
+	clock_format(1700000000 * NS + 120000000, buf, sizeof buf);
 	ok(strcmp(buf, "2023-11-14T22:13:20.12Z") == 0,
 	    "format trims trailing zeros");
 }
@@ -200,20 +202,20 @@ test_numbers(void)
 	uint64_t u;
 	char *cause = NULL;
 
-	ok(params_int("10", 1, 100, &v, &cause) == 0 && v == 10, "int");
-	ok(params_int("0", 1, 100, &v, &cause) == -1, "int below range");
+	ok(parse_int("10", 1, 100, &v, &cause) == 0 && v == 10, "int");
+	ok(parse_int("0", 1, 100, &v, &cause) == -1, "int below range");
 	free(cause);
 	cause = NULL;
-	ok(params_int("1x", 1, 100, &v, &cause) == -1, "int with junk");
+	ok(parse_int("1x", 1, 100, &v, &cause) == -1, "int with junk");
 	free(cause);
 	cause = NULL;
-	ok(params_int("", 1, 100, &v, &cause) == -1, "empty int");
+	ok(parse_int("", 1, 100, &v, &cause) == -1, "empty int");
 	free(cause);
 	cause = NULL;
-	ok(params_size("32M", &u, &cause) == 0 && u == 32 << 20, "32M");
-	ok(params_size("1GiB", &u, &cause) == 0 && u == 1 << 30, "1GiB");
-	ok(params_size("100", &u, &cause) == 0 && u == 100, "plain bytes");
-	ok(params_size("-1", &u, &cause) == -1, "negative size");
+	ok(parse_size("32M", &u, &cause) == 0 && u == 32 << 20, "32M");
+	ok(parse_size("1GiB", &u, &cause) == 0 && u == 1 << 30, "1GiB");
+	ok(parse_size("100", &u, &cause) == 0 && u == 100, "plain bytes");
+	ok(parse_size("-1", &u, &cause) == -1, "negative size");
 	free(cause);
 	cause = NULL;
 	ok(params_type_valid("cpu") && params_type_valid("trace") &&
@@ -227,55 +229,55 @@ static void
 test_query_args(void)
 {
 	struct params p;
-	struct query_args qa;
+	struct params_query qa;
 	char *cause = NULL;
 	int64_t now = 1700000000 * NS;
 
 	params_parse("service=api&type=cpu&from=now-2h&labels=b=2,a=1&limit=5",
 	    &p, &cause);
-	ok(query_args_parse(&p, now, 1, 100, 1000, &qa, &cause) == 0,
+	ok(params_query_parse(&p, now, 1, 100, 1000, &qa, &cause) == 0,
 	    "list query parses");
 	ok(qa.q.from == now - 7200 * NS && qa.q.to == now, "from/to");
 	ok(qa.q.limit == 5 && qa.q.nlabels == 2 &&
 	    strcmp(qa.q.labels[0].key, "a") == 0, "limit and labels");
-	query_args_clear(&qa);
+	params_query_clear(&qa);
 	params_clear(&p);
 
 	params_parse("service=api", &p, &cause);
-	ok(query_args_parse(&p, now, 0, 100, 1000, &qa, &cause) == 0 &&
+	ok(params_query_parse(&p, now, 0, 100, 1000, &qa, &cause) == 0 &&
 	    qa.q.to == now && qa.q.from == now - 3600 * NS &&
 	    qa.q.limit == 100 && qa.q.type == NULL,
 	    "defaults: last hour, default limit, any type");
-	query_args_clear(&qa);
-	ok(query_args_parse(&p, now, 1, 100, 1000, &qa, &cause) == -1 &&
+	params_query_clear(&qa);
+	ok(params_query_parse(&p, now, 1, 100, 1000, &qa, &cause) == -1 &&
 	    strstr(cause, "type") != NULL, "merge needs a type");
 	free(cause);
 	cause = NULL;
 	params_clear(&p);
 
 	params_parse("type=cpu", &p, &cause);
-	ok(query_args_parse(&p, now, 0, 100, 1000, &qa, &cause) == -1 &&
+	ok(params_query_parse(&p, now, 0, 100, 1000, &qa, &cause) == -1 &&
 	    strstr(cause, "service") != NULL, "service is required");
 	free(cause);
 	cause = NULL;
 	params_clear(&p);
 
 	params_parse("service=a&from=now&to=now-1h", &p, &cause);
-	ok(query_args_parse(&p, now, 0, 100, 1000, &qa, &cause) == -1 &&
+	ok(params_query_parse(&p, now, 0, 100, 1000, &qa, &cause) == -1 &&
 	    strstr(cause, "after") != NULL, "from after to");
 	free(cause);
 	cause = NULL;
 	params_clear(&p);
 
 	params_parse("service=a&limit=0", &p, &cause);
-	ok(query_args_parse(&p, now, 0, 100, 1000, &qa, &cause) == -1 &&
+	ok(params_query_parse(&p, now, 0, 100, 1000, &qa, &cause) == -1 &&
 	    strstr(cause, "limit") != NULL, "limit 0 rejected");
 	free(cause);
 	cause = NULL;
 	params_clear(&p);
 
 	params_parse("service=a&type=wall", &p, &cause);
-	ok(query_args_parse(&p, now, 0, 100, 1000, &qa, &cause) == -1 &&
+	ok(params_query_parse(&p, now, 0, 100, 1000, &qa, &cause) == -1 &&
 	    strstr(cause, "bad type") != NULL, "unknown type");
 	free(cause);
 	params_clear(&p);

@@ -5,7 +5,9 @@
  * both query plans), services and labels, restart, the startup check,
  * retention, concurrent puts and failed puts leaving nothing behind.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <sys/stat.h>
 
 #include <errno.h>

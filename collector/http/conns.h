@@ -17,18 +17,28 @@
 
 #include <stdint.h>
 
-struct server;
+struct conns;
+struct event_base;
+struct evhttp;
+struct evhttp_bound_socket;
 struct evhttp_request;
 
-/* Sets up tracking for srv->http (before binding). */
-void	conns_init(struct server *);
+/*
+ * Tracks http's connections (call before binding): at most max open, and
+ * each must deliver a request within read_timeout seconds.
+ */
+struct conns	*conns_new(struct event_base *, struct evhttp *, int64_t max,
+		    int64_t read_timeout);
+/* The listener to pause at the cap; NULL once accepting has stopped. */
+void		 conns_set_listener(struct conns *,
+		    struct evhttp_bound_socket *);
 /* Frees the tracking state (after evhttp_free). */
-void	conns_free(struct server *);
+void		 conns_free(struct conns *);
 /* A complete request arrived on req's connection (loop thread). */
-void	conns_request_started(struct server *, struct evhttp_request *);
+void		 conns_request_started(struct conns *, struct evhttp_request *);
 /* The reply to req's connection has been handed to evhttp. */
-void	conns_request_done(struct server *, struct evhttp_request *);
+void		 conns_request_done(struct conns *, struct evhttp_request *);
 /* Open connections now. */
-int	conns_count(struct server *);
+int		 conns_count(const struct conns *);
 
 #endif

@@ -11,17 +11,17 @@
 
 #include <jansson.h>
 
-struct server;
+struct env;
 struct evhttp_request;
 
 /* Sends {"code":code,"body":body}; steals body. */
-void	reply_json(struct server *, struct evhttp_request *, int code,
+void	reply_json(struct env *, struct evhttp_request *, int code,
 	    json_t *body);
 /* Sends {"code":code,"error":message}. */
-void	reply_error(struct server *, struct evhttp_request *, int code,
+void	reply_error(struct env *, struct evhttp_request *, int code,
 	    const char *, ...) __attribute__((format(printf, 4, 5)));
 /* Sends bytes (ownership of buf passes to the reply). */
-void	reply_bytes(struct server *, struct evhttp_request *, uint8_t *buf,
+void	reply_bytes(struct env *, struct evhttp_request *, uint8_t *buf,
 	    size_t len, const char *content_type, const char *filename);
 /* The reason phrase for a status code. */
 const char *reply_reason(int code);

@@ -11,19 +11,22 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
-#include "collector/api.h"
-#include "collector/httpjob.h"
+#include "collector/api/api_profiles.h"
+#include "collector/api/params.h"
+#include "collector/config.h"
+#include "collector/env.h"
+#include "collector/http/httpjob.h"
+#include "collector/http/reply.h"
 #include "collector/ids.h"
-#include "collector/params.h"
-#include "collector/reply.h"
-#include "collector/server.h"
+#include "common/clock.h"
+#include "common/parse.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 
 /* META as JSON: profefe's fields plus size, samples, types, duration. */
-json_t *
-api_meta_json(const struct profile_meta *m)
+static json_t *
+api_profiles_meta_json(const struct profile_meta *m)
 {
 	json_t *labels = json_array(), *types = json_array();
 	const char *s, *comma;
@@ -40,7 +43,7 @@ api_meta_json(const struct profile_meta *m)
 			comma = s + strlen(s);
 		json_array_append_new(types, json_stringn(s, comma - s));
 	}
-	params_format_time(m->created_at, when, sizeof when);
+	clock_format(m->created_at, when, sizeof when);
 	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:I, s:I, s:o, s:I}",
 	    "id", m->id, "service", m->service, "type", m->type,
 	    "labels", labels, "created_at", when, "size", (json_int_t)m->size,
@@ -48,7 +51,7 @@ api_meta_json(const struct profile_meta *m)
 	    "duration_ns", (json_int_t)m->duration_ns);
 }
 
-struct upload {
+struct api_profiles_upload_args {
 	struct profile_meta	 meta;		/* service, type, labels */
 	int64_t			 created_at;	/* parameter, 0 if absent */
 	struct evbuffer		*body;
@@ -56,9 +59,9 @@ struct upload {
 
 /* Frees an upload's state. */
 static void
-upload_free(void *arg)
+api_profiles_upload_free(void *arg)
 {
-	struct upload *up = arg;
+	struct api_profiles_upload_args *up = arg;
 
 	profile_meta_clear(&up->meta);
 	if (up->body != NULL)
@@ -68,20 +71,20 @@ upload_free(void *arg)
 
 /* Worker: checks the profile and fills in its META. */
 static void
-upload_work(struct httpjob *job)
+api_profiles_upload_work(struct httpjob *job)
 {
-	struct upload *up = job->arg;
+	struct api_profiles_upload_args *up = job->arg;
 	struct profile_meta *m = &up->meta;
 	struct pprof_summary sum;
 	size_t len = evbuffer_get_length(up->body);
 	uint8_t *data = evbuffer_pullup(up->body, -1);
-	int64_t now = server_now_ns();
+	int64_t now = clock_now_ns();
 	char *cause = NULL;
 	int rc;
 
 	memset(&sum, 0, sizeof sum);
 	if (strcmp(m->type, "trace") != 0) {
-		rc = pprof_check(data, len, job->srv->cfg->max_inflated, &sum,
+		rc = pprof_check(data, len, job->env->cfg->max_inflated, &sum,
 		    &cause);
 		if (rc != 0) {
 			httpjob_error(job, rc == PPROF_ETOOBIG ? 413 : 400,
@@ -104,27 +107,27 @@ upload_work(struct httpjob *job)
 
 /* I/O pool: writes blob and row durably, then answers with the META. */
 static void
-upload_io(struct httpjob *job)
+api_profiles_upload_io(struct httpjob *job)
 {
-	struct upload *up = job->arg;
+	struct api_profiles_upload_args *up = job->arg;
 	struct profile_meta *m = &up->meta;
 	size_t len = evbuffer_get_length(up->body);
 	uint8_t *data = evbuffer_pullup(up->body, -1);
 	char *cause = NULL;
 
-	if (store_put(job->srv->store, m, data, len, &cause) != 0) {
+	if (store_put(job->env->store, m, data, len, &cause) != 0) {
 		log_error("%s: %s", __func__, cause);
 		httpjob_error(job, 500, "storage error: %s", cause);
 		free(cause);
 		return;
 	}
-	httpjob_json(job, api_meta_json(m));
+	httpjob_json(job, api_profiles_meta_json(m));
 }
 
 /* Reads the upload's parameters into up->meta. */
 static int
-upload_params(struct server *srv, const struct params *p, struct upload *up,
-    char **cause)
+api_profiles_upload_params(struct env *env, const struct params *p,
+    struct api_profiles_upload_args *up, char **cause)
 {
 	struct profile_meta *m = &up->meta;
 	const char *raw, *dup;
@@ -136,7 +139,7 @@ upload_params(struct server *srv, const struct params *p, struct upload *up,
 	    params_get(p, "created_at", &created, cause) < 0)
 		goto out;
 	if ((raw = params_raw(p, "labels")) != NULL &&
-	    params_labels(raw, srv->cfg->max_labels, &m->labels, &m->nlabels,
+	    params_labels(raw, env->cfg->max_labels, &m->labels, &m->nlabels,
 	    &why) < 0) {
 		xcause(cause, "parameter labels: %s", why);
 		goto out;
@@ -147,9 +150,9 @@ upload_params(struct server *srv, const struct params *p, struct upload *up,
 			    PARAMS_MAX_VALUE);
 			goto out;
 		}
-		if (m->nlabels >= (size_t)srv->cfg->max_labels) {
+		if (m->nlabels >= (size_t)env->cfg->max_labels) {
 			xcause(cause, "parameter labels: more than %lld labels",
-			    (long long)srv->cfg->max_labels);
+			    (long long)env->cfg->max_labels);
 			goto out;
 		}
 		m->labels = xreallocarray(m->labels, m->nlabels + 1,
@@ -171,7 +174,7 @@ upload_params(struct server *srv, const struct params *p, struct upload *up,
 		goto out;
 	}
 	if (created != NULL && *created != '\0' &&
-	    params_time(created, server_now_ns(), &up->created_at, &why) < 0) {
+	    parse_time(created, clock_now_ns(), &up->created_at, &why) < 0) {
 		xcause(cause, "parameter created_at: %s", why);
 		goto out;
 	}
@@ -185,83 +188,83 @@ out:
 
 /* POST /api/0/profiles: checks parameters, hands the body to a worker. */
 void
-api_upload(struct server *srv, struct evhttp_request *req,
+api_profiles_upload(struct env *env, struct evhttp_request *req,
     const struct params *p)
 {
-	struct upload *up = xcalloc(1, sizeof *up);
+	struct api_profiles_upload_args *up = xcalloc(1, sizeof *up);
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	struct httpjob *job;
 	char *cause = NULL;
 
-	if (upload_params(srv, p, up, &cause) < 0) {
-		reply_error(srv, req, 400, "%s", cause);
+	if (api_profiles_upload_params(env, p, up, &cause) < 0) {
+		reply_error(env, req, 400, "%s", cause);
 		free(cause);
-		upload_free(up);
+		api_profiles_upload_free(up);
 		return;
 	}
 	if (evbuffer_get_length(in) == 0) {
-		reply_error(srv, req, 400, "invalid profile: empty body");
-		upload_free(up);
+		reply_error(env, req, 400, "invalid profile: empty body");
+		api_profiles_upload_free(up);
 		return;
 	}
 	up->body = evbuffer_new();
 	evbuffer_add_buffer(up->body, in);	/* moves, no copy */
-	job = httpjob_new(srv, req, upload_work, up, upload_free);
-	job->io = upload_io;
+	job = httpjob_new(env, req, api_profiles_upload_work, up, api_profiles_upload_free);
+	job->io = api_profiles_upload_io;
 	httpjob_submit(job);
 }
 
 /* Frees list arguments. */
 static void
-list_free(void *arg)
+api_profiles_list_free(void *arg)
 {
-	query_args_clear(arg);
+	params_query_clear(arg);
 	free(arg);
 }
 
 /* Worker: runs the list query. */
 static void
-list_work(struct httpjob *job)
+api_profiles_list_work(struct httpjob *job)
 {
-	struct query_args *qa = job->arg;
+	struct params_query *qa = job->arg;
 	struct profile_meta *metas;
 	json_t *arr;
 	size_t i, n;
 	char *cause = NULL;
 
-	if (store_list(job->srv->store, &qa->q, &metas, &n, &cause) != 0) {
+	if (store_list(job->env->store, &qa->q, &metas, &n, &cause) != 0) {
 		httpjob_error(job, 500, "storage error: %s", cause);
 		free(cause);
 		return;
 	}
 	arr = json_array();
 	for (i = 0; i < n; i++)
-		json_array_append_new(arr, api_meta_json(&metas[i]));
+		json_array_append_new(arr, api_profiles_meta_json(&metas[i]));
 	profile_meta_free_array(metas, n);
 	httpjob_json(job, arr);
 }
 
 /* GET /api/0/profiles */
 void
-api_list(struct server *srv, struct evhttp_request *req,
+api_profiles_list(struct env *env, struct evhttp_request *req,
     const struct params *p)
 {
-	struct query_args *qa = xcalloc(1, sizeof *qa);
+	struct params_query *qa = xcalloc(1, sizeof *qa);
 	char *cause = NULL;
 
-	if (query_args_parse(p, server_now_ns(), 0, 1000, 100000, qa,
+	if (params_query_parse(p, clock_now_ns(), 0, 1000, 100000, qa,
 	    &cause) < 0) {
-		reply_error(srv, req, 400, "%s", cause);
+		reply_error(env, req, 400, "%s", cause);
 		free(cause);
 		free(qa);
 		return;
 	}
-	httpjob_submit(httpjob_new(srv, req, list_work, qa, list_free));
+	httpjob_submit(httpjob_new(env, req, api_profiles_list_work, qa, api_profiles_list_free));
 }
 
 /* Worker: reads one stored profile. */
 static void
-get_work(struct httpjob *job)
+api_profiles_get_work(struct httpjob *job)
 {
 	const char *id = job->arg;
 	uint8_t *buf;
@@ -269,7 +272,7 @@ get_work(struct httpjob *job)
 	char *cause = NULL;
 	int rc;
 
-	rc = store_read_blob(job->srv->store, id, &buf, &len, &cause);
+	rc = store_read_blob(job->env->store, id, &buf, &len, &cause);
 	if (rc == 1)
 		httpjob_error(job, 404, "profile %s not found", id);
 	else if (rc != 0) {
@@ -279,18 +282,15 @@ get_work(struct httpjob *job)
 		httpjob_bytes(job, buf, len, "application/octet-stream", NULL);
 }
 
-/* GET /api/0/profiles/{id}, or a merge when ids holds '+'. */
+/* GET /api/0/profiles/{id} */
 void
-api_get(struct server *srv, struct evhttp_request *req, const char *ids)
+api_profiles_get(struct env *env, struct evhttp_request *req,
+    const char *ids)
 {
-	if (strchr(ids, '+') != NULL) {
-		api_merge_ids(srv, req, ids);
-		return;
-	}
 	if (!ids_valid(ids, strlen(ids))) {
-		reply_error(srv, req, 400, "malformed profile id \"%.64s\" "
+		reply_error(env, req, 400, "malformed profile id \"%.64s\" "
 		    "(want 20 characters of [0-9a-v])", ids);
 		return;
 	}
-	httpjob_submit(httpjob_new(srv, req, get_work, xstrdup(ids), free));
+	httpjob_submit(httpjob_new(env, req, api_profiles_get_work, xstrdup(ids), free));
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "collector/auth.h"
+#include "collector/http/auth.h"
 #include "common/xmalloc.h"
 
 struct auth_token {

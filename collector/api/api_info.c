@@ -11,17 +11,18 @@
 #include <sqlite3.h>
 #include <zlib.h>
 
-#include "collector/api.h"
+#include "collector/api/api_info.h"
+#include "collector/api/params.h"
 #include "collector/build_info.h"
-#include "collector/httpjob.h"
-#include "collector/params.h"
-#include "collector/reply.h"
-#include "collector/server.h"
+#include "collector/config.h"
+#include "collector/env.h"
+#include "collector/http/httpjob.h"
+#include "collector/http/reply.h"
 #include "common/xmalloc.h"
 
 /* A JSON array of strings; frees them. */
 static json_t *
-info_strings(char **s, size_t n)
+api_info_strings(char **s, size_t n)
 {
 	json_t *arr = json_array();
 	size_t i;
@@ -34,37 +35,37 @@ info_strings(char **s, size_t n)
 
 /* Worker: lists services. */
 static void
-services_work(struct httpjob *job)
+api_info_services_work(struct httpjob *job)
 {
 	char **s, *cause = NULL;
 	size_t n;
 
-	if (store_services(job->srv->store, &s, &n, &cause) != 0) {
+	if (store_services(job->env->store, &s, &n, &cause) != 0) {
 		httpjob_error(job, 500, "storage error: %s", cause);
 		free(cause);
 		return;
 	}
-	httpjob_json(job, info_strings(s, n));
+	httpjob_json(job, api_info_strings(s, n));
 }
 
 /* GET /api/0/services */
 void
-api_services(struct server *srv, struct evhttp_request *req,
+api_info_services(struct env *env, struct evhttp_request *req,
     const struct params *p)
 {
-	httpjob_submit(httpjob_new(srv, req, services_work, NULL, NULL));
+	httpjob_submit(httpjob_new(env, req, api_info_services_work, NULL, NULL));
 }
 
-struct labels_args {
+struct api_info_labels_args {
 	char	*service;
 	char	*key;
 };
 
 /* Frees labels arguments. */
 static void
-labels_free(void *arg)
+api_info_labels_free(void *arg)
 {
-	struct labels_args *la = arg;
+	struct api_info_labels_args *la = arg;
 
 	free(la->service);
 	free(la->key);
@@ -73,34 +74,34 @@ labels_free(void *arg)
 
 /* Worker: lists label keys or values. */
 static void
-labels_work(struct httpjob *job)
+api_info_labels_work(struct httpjob *job)
 {
-	struct labels_args *la = job->arg;
+	struct api_info_labels_args *la = job->arg;
 	char **s, *cause = NULL;
 	size_t n;
 
-	if (store_labels(job->srv->store, la->service, la->key, &s, &n,
+	if (store_labels(job->env->store, la->service, la->key, &s, &n,
 	    &cause) != 0) {
 		httpjob_error(job, 500, "storage error: %s", cause);
 		free(cause);
 		return;
 	}
-	httpjob_json(job, info_strings(s, n));
+	httpjob_json(job, api_info_strings(s, n));
 }
 
 /* GET /api/0/labels[?service=S][&key=K] */
 void
-api_labels(struct server *srv, struct evhttp_request *req,
+api_info_labels(struct env *env, struct evhttp_request *req,
     const struct params *p)
 {
-	struct labels_args *la = xcalloc(1, sizeof *la);
+	struct api_info_labels_args *la = xcalloc(1, sizeof *la);
 	char *cause = NULL;
 
 	if (params_get(p, "service", &la->service, &cause) < 0 ||
 	    params_get(p, "key", &la->key, &cause) < 0) {
-		reply_error(srv, req, 400, "%s", cause);
+		reply_error(env, req, 400, "%s", cause);
 		free(cause);
-		labels_free(la);
+		api_info_labels_free(la);
 		return;
 	}
 	if (la->service != NULL && *la->service == '\0') {
@@ -108,19 +109,19 @@ api_labels(struct server *srv, struct evhttp_request *req,
 		la->service = NULL;
 	}
 	if (la->key != NULL && !params_label_key_valid(la->key)) {
-		reply_error(srv, req, 400, "bad label key \"%.64s\"", la->key);
-		labels_free(la);
+		reply_error(env, req, 400, "bad label key \"%.64s\"", la->key);
+		api_info_labels_free(la);
 		return;
 	}
-	httpjob_submit(httpjob_new(srv, req, labels_work, la, labels_free));
+	httpjob_submit(httpjob_new(env, req, api_info_labels_work, la, api_info_labels_free));
 }
 
 /* GET /api/0/version: answered on the loop, nothing to look up. */
 void
-api_version(struct server *srv, struct evhttp_request *req,
+api_info_version(struct env *env, struct evhttp_request *req,
     const struct params *p)
 {
-	reply_json(srv, req, 200, json_pack("{s:s, s:s, s:s, s:{s:s, s:s, "
+	reply_json(env, req, 200, json_pack("{s:s, s:s, s:s, s:{s:s, s:s, "
 	    "s:s, s:s, s:s}}",
 	    "version", PACKAGE_VERSION, "commit", PROFD_COMMIT,
 	    "build_time", PROFD_BUILD_TIME, "libraries",

@@ -19,86 +19,87 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "collector/api_ops.h"
+#include "collector/api/api_ops.h"
+#include "collector/config.h"
+#include "collector/env.h"
+#include "collector/http/reply.h"
 #include "collector/metrics.h"
-#include "common/pool.h"
-#include "collector/reply.h"
-#include "collector/server.h"
 #include "common/log.h"
+#include "common/pool.h"
 #include "common/xmalloc.h"
 #include "storage/store.h"
 
-#define OPS_METRICS_TYPE	"text/plain; version=0.0.4; charset=utf-8"
-#define OPS_NO_SUCH_ID		"00000000000000000000"
+#define API_OPS_METRICS_TYPE	"text/plain; version=0.0.4; charset=utf-8"
+#define API_OPS_NO_SUCH_ID		"00000000000000000000"
 
-struct ops_scrape {
+struct api_ops_scrape {
 	struct pool_job		 pj;	/* first member */
-	struct server		*srv;
+	struct env		*env;
 	struct evhttp_request	*req;
 	char			*cause;	/* store_totals failed */
 };
 
 /* Renders the metrics and replies (loop thread). */
 static void
-ops_metrics_reply(struct server *srv, struct evhttp_request *req)
+api_ops_metrics_reply(struct env *env, struct evhttp_request *req)
 {
 	struct metrics_gauges g;
 	char *text;
 	size_t len;
 
 	memset(&g, 0, sizeof g);
-	g.queued = pool_queued(srv->pool);
-	g.inflight = pool_inflight(srv->pool);
-	g.workers = pool_workers(srv->pool);
-	g.retention_ns = srv->cfg->retention_ns;
-	text = metrics_render_string(srv->metrics, &g, &len);
-	reply_bytes(srv, req, (uint8_t *)text, len, OPS_METRICS_TYPE, NULL);
+	g.queued = pool_queued(env->pool);
+	g.inflight = pool_inflight(env->pool);
+	g.workers = pool_workers(env->pool);
+	g.retention_ns = env->cfg->retention_ns;
+	text = metrics_render_string(env->metrics, &g, &len);
+	reply_bytes(env, req, (uint8_t *)text, len, API_OPS_METRICS_TYPE, NULL);
 }
 
 /* Worker: refreshes the cached store totals. */
 static void
-ops_scrape_work(struct pool_job *pj)
+api_ops_scrape_work(struct pool_job *pj)
 {
-	struct ops_scrape *s = (struct ops_scrape *)pj;
+	struct api_ops_scrape *s = (struct api_ops_scrape *)pj;
 	int64_t profiles, bytes;
 
-	if (store_totals(s->srv->store, &profiles, &bytes, &s->cause) == 0)
-		metrics_set_totals(s->srv->metrics, profiles, bytes);
+	if (store_totals(s->env->store, &profiles, &bytes, &s->cause) == 0)
+		metrics_set_totals(s->env->metrics, profiles, bytes);
 }
 
 /* Loop: replies with the fresh totals. */
 static void
-ops_scrape_done(struct pool_job *pj)
+api_ops_scrape_done(struct pool_job *pj)
 {
-	struct ops_scrape *s = (struct ops_scrape *)pj;
+	struct api_ops_scrape *s = (struct api_ops_scrape *)pj;
 
 	if (s->cause != NULL)
 		log_warn("%s: store totals: %s", __func__, s->cause);
-	ops_metrics_reply(s->srv, s->req);
+	api_ops_metrics_reply(s->env, s->req);
 	free(s->cause);
 	free(s);
 }
 
 /* GET /metrics */
 void
-api_metrics(struct server *srv, struct evhttp_request *req,
+api_ops_metrics(struct env *env, struct evhttp_request *req,
     const struct params *p)
 {
-	struct ops_scrape *s = xcalloc(1, sizeof *s);
+	struct api_ops_scrape *s = xcalloc(1, sizeof *s);
 
-	s->pj.work = ops_scrape_work;
-	s->pj.done = ops_scrape_done;
-	s->srv = srv;
+	s->pj.work = api_ops_scrape_work;
+	s->pj.done = api_ops_scrape_done;
+	s->env = env;
 	s->req = req;
-	if (pool_submit(srv->pool, &s->pj) == 0)
+	if (pool_submit(env->pool, &s->pj) == 0)
 		return;
 	free(s);
-	ops_metrics_reply(srv, req);	/* cached totals */
+	api_ops_metrics_reply(env, req);	/* cached totals */
 }
 
-struct ops_health {
+struct api_ops_health {
 	struct pool_job		 pj;	/* first member */
-	struct server		*srv;
+	struct env		*env;
 	struct evhttp_request	*req;
 	struct event		*timer;
 	int			 answered;	/* the timer replied 503 */
@@ -108,33 +109,33 @@ struct ops_health {
 
 /* Worker: one cheap indexed lookup. */
 static void
-ops_health_work(struct pool_job *pj)
+api_ops_health_work(struct pool_job *pj)
 {
-	struct ops_health *h = (struct ops_health *)pj;
+	struct api_ops_health *h = (struct api_ops_health *)pj;
 	struct profile_meta m;
 
 	memset(&m, 0, sizeof m);
-	h->rc = store_get(h->srv->store, OPS_NO_SUCH_ID, &m, &h->cause);
+	h->rc = store_get(h->env->store, API_OPS_NO_SUCH_ID, &m, &h->cause);
 	if (h->rc == 0)
 		profile_meta_clear(&m);
 }
 
 /* Loop: answers unless the timer already did, then frees. */
 static void
-ops_health_done(struct pool_job *pj)
+api_ops_health_done(struct pool_job *pj)
 {
-	struct ops_health *h = (struct ops_health *)pj;
+	struct api_ops_health *h = (struct api_ops_health *)pj;
 	uint8_t *body;
 
 	if (!h->answered) {
 		evtimer_del(h->timer);
 		if (h->rc < 0) {
 			log_warn("%s: store: %s", __func__, h->cause);
-			reply_error(h->srv, h->req, 503, "store: %s",
+			reply_error(h->env, h->req, 503, "store: %s",
 			    h->cause != NULL ? h->cause : "error");
 		} else {
 			body = (uint8_t *)xstrdup("ok\n");
-			reply_bytes(h->srv, h->req, body, 3,
+			reply_bytes(h->env, h->req, body, 3,
 			    "text/plain; charset=utf-8", NULL);
 		}
 	}
@@ -145,37 +146,37 @@ ops_health_done(struct pool_job *pj)
 
 /* Loop timer: the pool did not run the check in time. */
 static void
-ops_health_timeout_cb(evutil_socket_t fd, short what, void *arg)
+api_ops_health_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct ops_health *h = arg;
+	struct api_ops_health *h = arg;
 
 	h->answered = 1;
 	log_warn("%s: worker pool did not answer within %d ms", __func__,
 	    API_OPS_HEALTHZ_TIMEOUT_MS);
-	reply_error(h->srv, h->req, 503, "worker pool did not answer within "
+	reply_error(h->env, h->req, 503, "worker pool did not answer within "
 	    "%d ms (%d jobs queued)", API_OPS_HEALTHZ_TIMEOUT_MS,
-	    pool_queued(h->srv->pool));
+	    pool_queued(h->env->pool));
 }
 
 /* GET /healthz */
 void
-api_healthz(struct server *srv, struct evhttp_request *req,
+api_ops_healthz(struct env *env, struct evhttp_request *req,
     const struct params *p)
 {
-	struct ops_health *h = xcalloc(1, sizeof *h);
+	struct api_ops_health *h = xcalloc(1, sizeof *h);
 	struct timeval tv = { API_OPS_HEALTHZ_TIMEOUT_MS / 1000,
 	    API_OPS_HEALTHZ_TIMEOUT_MS % 1000 * 1000 };
 
-	h->pj.work = ops_health_work;
-	h->pj.done = ops_health_done;
-	h->srv = srv;
+	h->pj.work = api_ops_health_work;
+	h->pj.done = api_ops_health_done;
+	h->env = env;
 	h->req = req;
-	if (pool_submit(srv->pool, &h->pj) != 0) {
+	if (pool_submit(env->pool, &h->pj) != 0) {
 		free(h);
-		reply_error(srv, req, 503, "worker queue full (%d jobs)",
-		    pool_queued(srv->pool));
+		reply_error(env, req, 503, "worker queue full (%d jobs)",
+		    pool_queued(env->pool));
 		return;
 	}
-	h->timer = evtimer_new(srv->base, ops_health_timeout_cb, h);
+	h->timer = evtimer_new(env->base, api_ops_health_timeout_cb, h);
 	evtimer_add(h->timer, &tv);
 }

@@ -10,18 +10,20 @@
 
 #include <event2/http.h>
 
-#include "collector/api.h"
-#include "collector/httpjob.h"
+#include "collector/api/api_merge.h"
+#include "collector/api/params.h"
+#include "collector/config.h"
+#include "collector/env.h"
+#include "collector/http/httpjob.h"
+#include "collector/http/reply.h"
 #include "collector/ids.h"
-#include "merge/merge_run.h"
-#include "collector/params.h"
-#include "collector/reply.h"
-#include "collector/server.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
+#include "merge/merge_run.h"
 
-struct merge_args {
-	struct query_args	 qa;		/* merge by query */
+struct api_merge_args {
+	struct params_query	 qa;		/* merge by query */
 	char			**ids;		/* merge by ids */
 	size_t			 nids;
 	char			*filename;
@@ -29,12 +31,12 @@ struct merge_args {
 
 /* Frees merge arguments. */
 static void
-merge_args_free(void *arg)
+api_merge_args_free(void *arg)
 {
-	struct merge_args *ma = arg;
+	struct api_merge_args *ma = arg;
 	size_t i;
 
-	query_args_clear(&ma->qa);
+	params_query_clear(&ma->qa);
 	for (i = 0; i < ma->nids; i++)
 		free(ma->ids[i]);
 	free(ma->ids);
@@ -44,7 +46,7 @@ merge_args_free(void *arg)
 
 /* "SERVICE-TYPE.pb.gz" with characters unsafe in a header replaced. */
 static char *
-merge_filename(const char *service, const char *type)
+api_merge_filename(const char *service, const char *type)
 {
 	char *s = xasprintf("%s-%s.pb.gz", service, type), *p;
 
@@ -56,17 +58,17 @@ merge_filename(const char *service, const char *type)
 	return s;
 }
 
-struct merge_fetch {
+struct api_merge_fetch {
 	struct store	 *store;
 	char		**ids;
 };
 
 /* merge_run's source of input bytes: the stored blob of ids[i]. */
 static int
-merge_fetch_blob(void *arg, size_t i, uint8_t **buf, size_t *len,
+api_merge_fetch_blob(void *arg, size_t i, uint8_t **buf, size_t *len,
     char **cause)
 {
-	struct merge_fetch *mf = arg;
+	struct api_merge_fetch *mf = arg;
 	char *why = NULL;
 	int rc;
 
@@ -84,16 +86,16 @@ merge_fetch_blob(void *arg, size_t i, uint8_t **buf, size_t *len,
 
 /* Worker: merges ma->ids into the job's result. */
 static void
-merge_ids_run(struct httpjob *job, struct merge_args *ma)
+api_merge_ids_run(struct httpjob *job, struct api_merge_args *ma)
 {
-	struct merge_fetch mf = { job->srv->store, ma->ids };
+	struct api_merge_fetch mf = { job->env->store, ma->ids };
 	uint8_t *out = NULL;
 	size_t outlen = 0;
 	char *cause = NULL;
 	int code = 500;
 
-	if (merge_run(job->srv->pool, ma->nids, merge_fetch_blob, &mf,
-	    job->srv->cfg->max_inflated, &job->cancelled, &out, &outlen, &code,
+	if (merge_run(job->env->pool, ma->nids, api_merge_fetch_blob, &mf,
+	    job->env->cfg->max_inflated, &job->cancelled, &out, &outlen, &code,
 	    &cause) != 0 || code != 200) {
 		if (code == 200 || code == 0)
 			code = 500;
@@ -109,17 +111,17 @@ merge_ids_run(struct httpjob *job, struct merge_args *ma)
 
 /* Worker: finds the matching profiles, then merges them. */
 static void
-merge_query_work(struct httpjob *job)
+api_merge_query_work(struct httpjob *job)
 {
-	struct merge_args *ma = job->arg;
+	struct api_merge_args *ma = job->arg;
 	struct store_query q = ma->qa.q;
 	struct profile_meta *metas;
-	size_t i, n, max = (size_t)job->srv->cfg->max_merge_profiles;
+	size_t i, n, max = (size_t)job->env->cfg->max_merge_profiles;
 	char *cause = NULL;
 
 	if (q.limit == 0 || q.limit > max)
 		q.limit = max + 1;
-	if (store_list(job->srv->store, &q, &metas, &n, &cause) != 0) {
+	if (store_list(job->env->store, &q, &metas, &n, &cause) != 0) {
 		httpjob_error(job, 500, "storage error: %s", cause);
 		free(cause);
 		return;
@@ -142,43 +144,43 @@ merge_query_work(struct httpjob *job)
 		ma->ids[i] = xstrdup(metas[i].id);
 	ma->nids = n;
 	profile_meta_free_array(metas, n);
-	merge_ids_run(job, ma);
+	api_merge_ids_run(job, ma);
 }
 
 /* GET /api/0/profiles/merge */
 void
-api_merge(struct server *srv, struct evhttp_request *req,
+api_merge_query(struct env *env, struct evhttp_request *req,
     const struct params *p)
 {
-	struct merge_args *ma = xcalloc(1, sizeof *ma);
+	struct api_merge_args *ma = xcalloc(1, sizeof *ma);
 	struct httpjob *job;
 	char *cause = NULL;
 	int rc;
 
-	rc = query_args_parse(p, server_now_ns(), 1, 0,
-	    (size_t)srv->cfg->max_merge_profiles * 1000, &ma->qa, &cause);
+	rc = params_query_parse(p, clock_now_ns(), 1, 0,
+	    (size_t)env->cfg->max_merge_profiles * 1000, &ma->qa, &cause);
 	if (rc < 0) {
-		reply_error(srv, req, 400, "%s", cause);
+		reply_error(env, req, 400, "%s", cause);
 		free(cause);
 		free(ma);
 		return;
 	}
 	if (strcmp(ma->qa.type, "trace") == 0) {
-		reply_error(srv, req, 400, "trace profiles cannot be merged");
-		merge_args_free(ma);
+		reply_error(env, req, 400, "trace profiles cannot be merged");
+		api_merge_args_free(ma);
 		return;
 	}
-	ma->filename = merge_filename(ma->qa.service, ma->qa.type);
-	job = httpjob_new(srv, req, merge_query_work, ma, merge_args_free);
+	ma->filename = api_merge_filename(ma->qa.service, ma->qa.type);
+	job = httpjob_new(env, req, api_merge_query_work, ma, api_merge_args_free);
 	httpjob_watch(job);
 	httpjob_submit(job);
 }
 
 /* Worker: checks that every id exists and can be merged, then merges. */
 static void
-merge_ids_work(struct httpjob *job)
+api_merge_ids_work(struct httpjob *job)
 {
-	struct merge_args *ma = job->arg;
+	struct api_merge_args *ma = job->arg;
 	struct profile_meta m;
 	char *cause = NULL;
 	size_t i;
@@ -186,7 +188,7 @@ merge_ids_work(struct httpjob *job)
 
 	for (i = 0; i < ma->nids; i++) {
 		memset(&m, 0, sizeof m);
-		rc = store_get(job->srv->store, ma->ids[i], &m, &cause);
+		rc = store_get(job->env->store, ma->ids[i], &m, &cause);
 		if (rc == 1) {
 			httpjob_error(job, 404, "profile %s not found",
 			    ma->ids[i]);
@@ -204,37 +206,37 @@ merge_ids_work(struct httpjob *job)
 			return;
 		}
 		if (i == 0)
-			ma->filename = merge_filename(m.service, m.type);
+			ma->filename = api_merge_filename(m.service, m.type);
 		profile_meta_clear(&m);
 	}
-	merge_ids_run(job, ma);
+	api_merge_ids_run(job, ma);
 }
 
 /* GET /api/0/profiles/{id1}+{id2}+... */
 void
-api_merge_ids(struct server *srv, struct evhttp_request *req,
+api_merge_ids(struct env *env, struct evhttp_request *req,
     const char *ids)
 {
-	struct merge_args *ma = xcalloc(1, sizeof *ma);
+	struct api_merge_args *ma = xcalloc(1, sizeof *ma);
 	struct httpjob *job;
 	const char *s, *plus;
-	size_t max = (size_t)srv->cfg->max_merge_profiles;
+	size_t max = (size_t)env->cfg->max_merge_profiles;
 
 	for (s = ids; ; s = plus + 1) {
 		plus = strchr(s, '+');
 		if (plus == NULL)
 			plus = s + strlen(s);
 		if (!ids_valid(s, plus - s)) {
-			reply_error(srv, req, 400, "malformed profile id "
+			reply_error(env, req, 400, "malformed profile id "
 			    "\"%.*s\" (want 20 characters of [0-9a-v])",
 			    (int)(plus - s > 64 ? 64 : plus - s), s);
-			merge_args_free(ma);
+			api_merge_args_free(ma);
 			return;
 		}
 		if (ma->nids >= max) {
-			reply_error(srv, req, 413, "more than %zu profiles "
+			reply_error(env, req, 413, "more than %zu profiles "
 			    "(--max-merge-profiles)", max);
-			merge_args_free(ma);
+			api_merge_args_free(ma);
 			return;
 		}
 		ma->ids = xreallocarray(ma->ids, ma->nids + 1,
@@ -243,7 +245,7 @@ api_merge_ids(struct server *srv, struct evhttp_request *req,
 		if (*plus == '\0')
 			break;
 	}
-	job = httpjob_new(srv, req, merge_ids_work, ma, merge_args_free);
+	job = httpjob_new(env, req, api_merge_ids_work, ma, api_merge_args_free);
 	httpjob_watch(job);
 	httpjob_submit(job);
 }

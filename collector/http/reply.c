@@ -11,10 +11,10 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
+#include "collector/env.h"
+#include "collector/http/conns.h"
+#include "collector/http/reply.h"
 #include "collector/metrics.h"
-#include "collector/conns.h"
-#include "collector/reply.h"
-#include "collector/server.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 
@@ -44,25 +44,25 @@ reply_reason(int code)
 static void
 reply_complete_cb(struct evhttp_request *req, void *arg)
 {
-	struct server *srv = arg;
+	struct env *env = arg;
 
-	srv->unsent--;
+	env->unsent--;
 }
 
 /* Sends the reply, counting it until written; takes buf. */
 static void
-reply_send(struct server *srv, struct evhttp_request *req, int code,
+reply_send(struct env *env, struct evhttp_request *req, int code,
     struct evbuffer *buf)
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
-	metrics_request_end(srv->metrics, req, code);
+	metrics_request_end(env->metrics, req, code);
 	if (evhttp_request_get_connection(req) != NULL) {
-		srv->unsent++;
-		evhttp_request_set_on_complete_cb(req, reply_complete_cb, srv);
+		env->unsent++;
+		evhttp_request_set_on_complete_cb(req, reply_complete_cb, env);
 	}
-	conns_request_done(srv, req);
-	if (srv->stopping)
+	conns_request_done(env->conns, req);
+	if (env->stopping)
 		evhttp_add_header(h, "Connection", "close");
 	if (code == 503)
 		evhttp_add_header(h, "Retry-After", "1");
@@ -77,15 +77,15 @@ reply_free_cb(const void *data, size_t len, void *arg)
 	free((void *)data);
 }
 
-/* Serializes an envelope and sends it; steals env. */
+/* Serializes an envelope and sends it; steals envelope. */
 static void
-reply_envelope(struct server *srv, struct evhttp_request *req, int code,
-    json_t *env)
+reply_envelope(struct env *env, struct evhttp_request *req, int code,
+    json_t *envelope)
 {
 	struct evbuffer *buf = evbuffer_new();
-	char *s = json_dumps(env, JSON_COMPACT);
+	char *s = json_dumps(envelope, JSON_COMPACT);
 
-	json_decref(env);
+	json_decref(envelope);
 	if (s == NULL) {
 		log_error("%s: json_dumps failed", __func__);
 		s = xstrdup("{\"code\":500,\"error\":\"cannot encode reply\"}");
@@ -94,21 +94,21 @@ reply_envelope(struct server *srv, struct evhttp_request *req, int code,
 	evbuffer_add_reference(buf, s, strlen(s), reply_free_cb, NULL);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "application/json");
-	reply_send(srv, req, code, buf);
+	reply_send(env, req, code, buf);
 }
 
 /* Sends {"code":code,"body":body}. */
 void
-reply_json(struct server *srv, struct evhttp_request *req, int code,
+reply_json(struct env *env, struct evhttp_request *req, int code,
     json_t *body)
 {
-	reply_envelope(srv, req, code, json_pack("{s:i, s:o}", "code", code,
+	reply_envelope(env, req, code, json_pack("{s:i, s:o}", "code", code,
 	    "body", body));
 }
 
 /* Sends {"code":code,"error":message}. */
 void
-reply_error(struct server *srv, struct evhttp_request *req, int code,
+reply_error(struct env *env, struct evhttp_request *req, int code,
     const char *fmt, ...)
 {
 	va_list ap;
@@ -118,14 +118,14 @@ reply_error(struct server *srv, struct evhttp_request *req, int code,
 	msg = xvasprintf(fmt, ap);
 	va_end(ap);
 	log_debug("%s: %d %s", __func__, code, msg);
-	reply_envelope(srv, req, code, json_pack("{s:i, s:s%}", "code", code,
+	reply_envelope(env, req, code, json_pack("{s:i, s:s%}", "code", code,
 	    "error", msg, strlen(msg)));
 	free(msg);
 }
 
 /* Sends bytes without copying them. */
 void
-reply_bytes(struct server *srv, struct evhttp_request *req, uint8_t *buf,
+reply_bytes(struct env *env, struct evhttp_request *req, uint8_t *buf,
     size_t len, const char *content_type, const char *filename)
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
@@ -139,5 +139,5 @@ reply_bytes(struct server *srv, struct evhttp_request *req, uint8_t *buf,
 		evhttp_add_header(h, "Content-Disposition", disp);
 		free(disp);
 	}
-	reply_send(srv, req, 200, out);
+	reply_send(env, req, 200, out);
 }

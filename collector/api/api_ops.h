@@ -7,15 +7,15 @@
 
 #define API_OPS_HEALTHZ_TIMEOUT_MS	5000	/* for the pool to run a job */
 
-struct server;
+struct env;
 struct evhttp_request;
 struct params;
 
 /* GET /metrics */
-void	api_metrics(struct server *, struct evhttp_request *,
+void	api_ops_metrics(struct env *, struct evhttp_request *,
 	    const struct params *);
 /* GET /healthz: 200 "ok", or 503 saying which part did not answer. */
-void	api_healthz(struct server *, struct evhttp_request *,
+void	api_ops_healthz(struct env *, struct evhttp_request *,
 	    const struct params *);
 
 #endif

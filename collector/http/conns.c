@@ -13,8 +13,8 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 
-#include "collector/conns.h"
-#include "collector/server.h"
+#include "collector/http/conns.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 
@@ -30,34 +30,33 @@ struct conns {
 	int			 count;
 	int			 paused;	/* listener disabled at the cap */
 	struct event		*timer;
+	struct evhttp_bound_socket *sock;	/* NULL: not accepting */
+	int64_t			 max;		/* --max-connections */
+	int64_t			 read_timeout;	/* --read-timeout, s */
 };
 
 /* Monotonic ms. */
 static int64_t
 conns_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_mono_ns() / 1000000;
 }
 
 /* Enables or disables accepting, following the count. */
 static void
-conns_update_listener(struct server *srv)
+conns_update_listener(struct conns *c)
 {
-	struct conns *c = srv->conns;
 	struct evconnlistener *l;
 
-	if (srv->sock == NULL)
+	if (c->sock == NULL)
 		return;
-	l = evhttp_bound_socket_get_listener(srv->sock);
-	if (!c->paused && c->count >= srv->cfg->max_connections) {
+	l = evhttp_bound_socket_get_listener(c->sock);
+	if (!c->paused && c->count >= c->max) {
 		evconnlistener_disable(l);
 		c->paused = 1;
 		log_warn("%s: %d connections open (--max-connections): not "
 		    "accepting until one closes", __func__, c->count);
-	} else if (c->paused && c->count < srv->cfg->max_connections) {
+	} else if (c->paused && c->count < c->max) {
 		evconnlistener_enable(l);
 		c->paused = 0;
 	}
@@ -67,8 +66,7 @@ conns_update_listener(struct server *srv)
 static struct bufferevent *
 conns_bev_cb(struct event_base *base, void *arg)
 {
-	struct server *srv = arg;
-	struct conns *c = srv->conns;
+	struct conns *c = arg;
 	struct conn *conn = xcalloc(1, sizeof *conn);
 
 	conn->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
@@ -76,22 +74,22 @@ conns_bev_cb(struct event_base *base, void *arg)
 	conn->since = conns_now_ms();
 	TAILQ_INSERT_TAIL(&c->list, conn, entry);
 	c->count++;
-	conns_update_listener(srv);
+	conns_update_listener(c);
 	return conn->bev;
 }
 
 /* Finds the tracked connection of req. */
 static struct conn *
-conns_find(struct server *srv, struct evhttp_request *req)
+conns_find(struct conns *c, struct evhttp_request *req)
 {
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct bufferevent *bev;
 	struct conn *conn;
 
-	if (srv->conns == NULL || evcon == NULL ||
+	if (c == NULL || evcon == NULL ||
 	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL)
 		return NULL;
-	TAILQ_FOREACH(conn, &srv->conns->list, entry) {
+	TAILQ_FOREACH(conn, &c->list, entry) {
 		if (conn->bev == bev)
 			return conn;
 	}
@@ -100,9 +98,9 @@ conns_find(struct server *srv, struct evhttp_request *req)
 
 /* A request arrived: its connection is no longer waiting. */
 void
-conns_request_started(struct server *srv, struct evhttp_request *req)
+conns_request_started(struct conns *c, struct evhttp_request *req)
 {
-	struct conn *conn = conns_find(srv, req);
+	struct conn *conn = conns_find(c, req);
 
 	if (conn != NULL)
 		conn->busy = 1;
@@ -110,9 +108,9 @@ conns_request_started(struct server *srv, struct evhttp_request *req)
 
 /* A reply went out: the connection waits for its next request. */
 void
-conns_request_done(struct server *srv, struct evhttp_request *req)
+conns_request_done(struct conns *c, struct evhttp_request *req)
 {
-	struct conn *conn = conns_find(srv, req);
+	struct conn *conn = conns_find(c, req);
 
 	if (conn != NULL) {
 		conn->busy = 0;
@@ -124,12 +122,11 @@ conns_request_done(struct server *srv, struct evhttp_request *req)
 static void
 conns_sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct server *srv = arg;
-	struct conns *c = srv->conns;
+	struct conns *c = arg;
 	struct conn *conn, *next;
 	bufferevent_data_cb rcb, wcb;
 	bufferevent_event_cb ecb;
-	int64_t now = conns_now_ms(), limit = srv->cfg->read_timeout * 1000;
+	int64_t now = conns_now_ms(), limit = c->read_timeout * 1000;
 	evutil_socket_t sfd;
 
 	for (conn = TAILQ_FIRST(&c->list); conn != NULL; conn = next) {
@@ -147,33 +144,44 @@ conns_sweep_cb(evutil_socket_t fd, short what, void *arg)
 		if (!conn->busy && now - conn->since > limit &&
 		    (sfd = bufferevent_getfd(conn->bev)) >= 0) {
 			log_info("%s: no complete request in %lld s: closing "
-			    "connection", __func__, (long long)srv->cfg->read_timeout);
+			    "connection", __func__, (long long)c->read_timeout);
 			shutdown(sfd, SHUT_RDWR);
 			conn->busy = 1;	/* once */
 		}
 	}
-	conns_update_listener(srv);
+	conns_update_listener(c);
 }
 
 /* Installs the bufferevent callback and the sweep timer. */
-void
-conns_init(struct server *srv)
+struct conns *
+conns_new(struct event_base *base, struct evhttp *http, int64_t max,
+    int64_t read_timeout)
 {
 	struct conns *c = xcalloc(1, sizeof *c);
 	struct timeval tv = { 0, 100000 };
 
 	TAILQ_INIT(&c->list);
-	srv->conns = c;
-	evhttp_set_bevcb(srv->http, conns_bev_cb, srv);
-	c->timer = event_new(srv->base, -1, EV_PERSIST, conns_sweep_cb, srv);
+	c->max = max;
+	c->read_timeout = read_timeout;
+	evhttp_set_bevcb(http, conns_bev_cb, c);
+	c->timer = event_new(base, -1, EV_PERSIST, conns_sweep_cb, c);
 	event_add(c->timer, &tv);
+	return c;
+}
+
+/* The listener to pause at the cap (NULL once accepting has stopped). */
+void
+conns_set_listener(struct conns *c, struct evhttp_bound_socket *sock)
+{
+	c->sock = sock;
+	c->paused = 0;
+	conns_update_listener(c);
 }
 
 /* Drops our references; evhttp_free has freed the connections. */
 void
-conns_free(struct server *srv)
+conns_free(struct conns *c)
 {
-	struct conns *c = srv->conns;
 	struct conn *conn;
 
 	if (c == NULL)
@@ -185,12 +193,11 @@ conns_free(struct server *srv)
 	}
 	event_free(c->timer);
 	free(c);
-	srv->conns = NULL;
 }
 
 /* Open connections. */
 int
-conns_count(struct server *srv)
+conns_count(const struct conns *c)
 {
-	return srv->conns != NULL ? srv->conns->count : 0;
+	return c != NULL ? c->count : 0;
 }

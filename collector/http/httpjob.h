@@ -21,12 +21,12 @@
 
 #include "common/pool.h"
 
-struct server;
+struct env;
 struct evhttp_request;
 
 struct httpjob {
 	struct pool_job		  pj;
-	struct server		 *srv;
+	struct env		 *env;
 	struct evhttp_request	 *req;
 	void			(*work)(struct httpjob *);
 	/* Optional second phase on the I/O pool (blocking disk writes). */
@@ -49,7 +49,7 @@ struct httpjob {
 };
 
 /* A new job; arg is freed with arg_free when the job ends. */
-struct httpjob	*httpjob_new(struct server *, struct evhttp_request *,
+struct httpjob	*httpjob_new(struct env *, struct evhttp_request *,
 		    void (*work)(struct httpjob *), void *arg,
 		    void (*arg_free)(void *));
 /* Queues the job, or answers 503 and frees it when the pool is full. */
@@ -57,7 +57,7 @@ void		 httpjob_submit(struct httpjob *);
 /* Asks the loop to set job->cancelled if the client disconnects. */
 void		 httpjob_watch(struct httpjob *);
 /* Checks every watched job's client (loop thread). */
-void		 httpjob_check_watched(struct server *);
+void		 httpjob_check_watched(struct env *);
 
 /* Result setters (worker thread). */
 void	httpjob_error(struct httpjob *, int code, const char *, ...)

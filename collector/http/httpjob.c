@@ -11,9 +11,9 @@
 #include <event2/bufferevent.h>
 #include <event2/http.h>
 
-#include "collector/httpjob.h"
-#include "collector/reply.h"
-#include "collector/server.h"
+#include "collector/http/httpjob.h"
+#include "collector/http/reply.h"
+#include "collector/env.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 
@@ -35,7 +35,7 @@ httpjob_work_cb(struct pool_job *pj)
 	job->work(job);
 	if (job->io != NULL && job->error == NULL && job->json == NULL) {
 		job->io_pending = 1;
-		job->pj.next = job->srv->io_pool;	/* straight on */
+		job->pj.next = job->env->io_pool;	/* straight on */
 	}
 }
 
@@ -58,34 +58,34 @@ static void
 httpjob_done_cb(struct pool_job *pj)
 {
 	struct httpjob *job = (struct httpjob *)pj;
-	struct server *srv = job->srv;
+	struct env *env = job->env;
 
 	if (job->watched)
-		TAILQ_REMOVE(&srv->watched, job, watch_entry);
+		TAILQ_REMOVE(&env->watched, job, watch_entry);
 	if (job->error != NULL)
-		reply_error(srv, job->req, job->code, "%s", job->error);
+		reply_error(env, job->req, job->code, "%s", job->error);
 	else if (job->json != NULL) {
-		reply_json(srv, job->req, job->code, job->json);
+		reply_json(env, job->req, job->code, job->json);
 		job->json = NULL;
 	} else if (job->bytes != NULL || job->content_type != NULL) {
-		reply_bytes(srv, job->req, job->bytes, job->nbytes,
+		reply_bytes(env, job->req, job->bytes, job->nbytes,
 		    job->content_type, job->disposition);
 		job->bytes = NULL;
 	} else
-		reply_error(srv, job->req, 500, "internal error: no result");
+		reply_error(env, job->req, 500, "internal error: no result");
 	httpjob_free(job);
 }
 
 /* A job for req; arg is the handler's state. */
 struct httpjob *
-httpjob_new(struct server *srv, struct evhttp_request *req,
+httpjob_new(struct env *env, struct evhttp_request *req,
     void (*work)(struct httpjob *), void *arg, void (*arg_free)(void *))
 {
 	struct httpjob *job = xcalloc(1, sizeof *job);
 
 	job->pj.work = httpjob_work_cb;
 	job->pj.done = httpjob_done_cb;
-	job->srv = srv;
+	job->env = env;
 	job->req = req;
 	job->work = work;
 	job->arg = arg;
@@ -98,14 +98,14 @@ httpjob_new(struct server *srv, struct evhttp_request *req,
 void
 httpjob_submit(struct httpjob *job)
 {
-	struct server *srv = job->srv;
+	struct env *env = job->env;
 
-	if (pool_submit(srv->pool, &job->pj) == 0)
+	if (pool_submit(env->pool, &job->pj) == 0)
 		return;
 	if (job->watched)
-		TAILQ_REMOVE(&srv->watched, job, watch_entry);
-	reply_error(srv, job->req, 503, "busy: %d jobs queued, try again",
-	    pool_queued(srv->pool));
+		TAILQ_REMOVE(&env->watched, job, watch_entry);
+	reply_error(env, job->req, 503, "busy: %d jobs queued, try again",
+	    pool_queued(env->pool));
 	httpjob_free(job);
 }
 
@@ -114,7 +114,7 @@ void
 httpjob_watch(struct httpjob *job)
 {
 	job->watched = 1;
-	TAILQ_INSERT_TAIL(&job->srv->watched, job, watch_entry);
+	TAILQ_INSERT_TAIL(&job->env->watched, job, watch_entry);
 }
 
 /* True if the client of req has closed its side or the connection died. */
@@ -141,11 +141,11 @@ httpjob_client_gone(struct evhttp_request *req)
 
 /* Marks watched jobs whose clients went away. */
 void
-httpjob_check_watched(struct server *srv)
+httpjob_check_watched(struct env *env)
 {
 	struct httpjob *job;
 
-	TAILQ_FOREACH(job, &srv->watched, watch_entry) {
+	TAILQ_FOREACH(job, &env->watched, watch_entry) {
 		if (!job->cancelled && httpjob_client_gone(job->req)) {
 			log_info("%s: client went away, cancelling", __func__);
 			__atomic_store_n(&job->cancelled, 1, __ATOMIC_RELAXED);

@@ -1,8 +1,8 @@
 /*
  * Request parameters: the query string split and percent-decoded, and the
- * parsers for profd's parameter syntax: labels (k1=v1,k2=v2), times
- * (profefe's 2006-01-02T15:04:05, RFC 3339, Unix seconds, now-1h), limits,
- * profile types and service names. Pure functions, unit-tested.
+ * parsers for profd's parameter syntax: labels (k1=v1,k2=v2), profile
+ * types, service names, and the arguments of a list or merge query (times
+ * and limits through common/parse.h). Pure functions, unit-tested.
  */
 #ifndef PROFD_PARAMS_H
 #define PROFD_PARAMS_H
@@ -48,16 +48,6 @@ int	params_labels_dup_key(const struct label *, size_t n, const char **dup);
 int	params_label_key_valid(const char *key);
 void	params_labels_free(struct label *, size_t n);
 
-/* Parses a time into ns since the epoch; now_ns resolves "now-1h". */
-int	params_time(const char *s, int64_t now_ns, int64_t *out, char **cause);
-/* Parses a Go-style duration ("90s", "1h30m", "7d") into ns. */
-int	params_duration(const char *s, int64_t *out, char **cause);
-/* Parses a decimal integer in [min, max]. */
-int	params_int(const char *s, int64_t min, int64_t max, int64_t *out,
-	    char **cause);
-/* Parses a size with optional K/M/G suffix (powers of 1024). */
-int	params_size(const char *s, uint64_t *out, char **cause);
-
 /* True for cpu heap block mutex goroutine threadcreate other trace. */
 int	params_type_valid(const char *type);
 /* True for a non-empty service name of printable characters. */
@@ -68,7 +58,7 @@ int	params_service_type(const struct params *p, int need_type,
 	    char **service, char **type, char **cause);
 
 /* The decoded arguments of a list or merge query. */
-struct query_args {
+struct params_query {
 	char			*service;
 	char			*type;
 	struct label		*labels;
@@ -80,12 +70,9 @@ struct query_args {
  * Reads service (required), type (required if need_type), from, to,
  * labels and limit (default_limit when absent, capped at max_limit).
  */
-int	query_args_parse(const struct params *p, int64_t now_ns, int need_type,
-	    size_t default_limit, size_t max_limit, struct query_args *qa,
+int	params_query_parse(const struct params *p, int64_t now_ns, int need_type,
+	    size_t default_limit, size_t max_limit, struct params_query *qa,
 	    char **cause);
-void	query_args_clear(struct query_args *qa);
-
-/* Formats ns since the epoch as RFC 3339 UTC (Go's RFC3339Nano style). */
-void	params_format_time(int64_t ns, char *buf, size_t len);
+void	params_query_clear(struct params_query *qa);
 
 #endif

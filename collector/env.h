@@ -1,0 +1,37 @@
+/*
+ * The environment a request is served in: what the API handlers and the
+ * HTTP plumbing (router, jobs, replies) may use, and nothing else of the
+ * server. The server (collector/server.c) fills it at start and owns every
+ * member; the loop thread is the only one that writes the plain fields.
+ * See docs/DESIGN.md, "Request path".
+ */
+#ifndef PROFD_ENV_H
+#define PROFD_ENV_H
+
+#include <sys/queue.h>
+
+struct config;
+struct event_base;
+struct store;
+struct pool;
+struct metrics;
+struct conns;
+struct httpjob;
+
+struct env {
+	const struct config	*cfg;
+	struct event_base	*base;		/* the loop */
+	struct store		*store;
+	struct pool		*pool;		/* CPU work */
+	struct pool		*io_pool;	/* blocking writes */
+	struct metrics		*metrics;
+	struct conns		*conns;		/* open connections */
+
+	/* HTTP bookkeeping, loop thread only. */
+	int			 stopping;	/* SIGTERM: answer 503 */
+	int			 unsent;	/* replies being written */
+	TAILQ_HEAD(, httpjob)	 watched;	/* jobs to cancel if the
+						   client goes away */
+};
+
+#endif
