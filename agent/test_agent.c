@@ -28,7 +28,7 @@
 #include "agent/symtab.h"
 #include "agent/upload.h"
 #include "common/xmalloc.h"
-#include "test/tap.h"
+#include "test/lib/tap.h"
 
 static volatile unsigned long test_sink;
 

@@ -5,7 +5,7 @@
 # call chain main -> busyloop -> foo1 -> bar -> load. With the collector
 # down (a closed port) the program runs at normal speed, exits on time and
 # the agent's memory stays flat.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 
 B=${top_builddir:-.}
 SO=$B/agent/.libs/libprofd-agent.so

@@ -8,7 +8,7 @@
 # static) do the same. A failing exec returns ENOENT and sampling goes on:
 # the profile written at exit holds samples in after_exec, the work done
 # after the failure.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 
 B=${top_builddir:-.}
 SO=$B/agent/.libs/libprofd-agent.so

@@ -6,7 +6,7 @@
 # CPU, all exit 0. And a program that execs with ITIMER_PROF armed (the
 # timer survives execve, the handler does not) does not kill the new image
 # when it has the agent too.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 
 B=${top_builddir:-.}
 SO=$B/agent/.libs/libprofd-agent.so

@@ -5,7 +5,7 @@
 # main -> busyloop -> foo1 -> bar -> load with load on top. Also: bad
 # settings, a program with its own SIGPROF handler, fork, threads, and the
 # C unit test's profile.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 
 B=${top_builddir:-.}
 SO=$B/agent/.libs/libprofd-agent.so

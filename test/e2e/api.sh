@@ -4,7 +4,7 @@
 # is refused and leaves nothing behind, list queries (service, type, every
 # time format, labels with out-of-order arrivals, limit), error paths,
 # parallel uploaders, and clients that vanish mid-request.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 [ -d "$PROFD_CORPUS" ] || skip_all "corpus not found at $PROFD_CORPUS"
 command -v jq >/dev/null || skip_all "jq not installed"
 

@@ -3,7 +3,7 @@
 # unknown token, 403 for the wrong scope, read/write/admin scopes, reload on
 # SIGHUP, the import script sending PROFD_TOKEN, and the warning when
 # listening beyond loopback without --auth-file.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 f=$PROFD_CORPUS/go/cpuburn/cpu_A_01.pb.gz
 tokens=$T_TMP/tokens
 cat > "$tokens" <<'T'

@@ -6,7 +6,7 @@
 # the same ids (no row without a blob, no blob without a row), no start may
 # have reported a profile without its blob, and SQLite's integrity_check
 # must say ok.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 [ -d "$PROFD_CORPUS" ] || skip_all "corpus not found at $PROFD_CORPUS"
 command -v jq >/dev/null || skip_all "jq not installed"
 command -v sqlite3 >/dev/null || skip_all "sqlite3 not installed"

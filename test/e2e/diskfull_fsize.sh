@@ -14,7 +14,7 @@ if [ -z "${PROFD_DISKFULL_NS:-}" ] && [ "$(id -u)" = 0 ] &&
 	PROFD_DISKFULL_NS=1 exec unshare -m --propagation private \
 	    bash "$0" "$@"
 fi
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 [ -d "$PROFD_CORPUS" ] || skip_all "corpus not found at $PROFD_CORPUS"
 command -v jq >/dev/null || skip_all "jq not installed"
 command -v sqlite3 >/dev/null || skip_all "sqlite3 not installed"

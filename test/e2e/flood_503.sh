@@ -6,7 +6,7 @@
 # every reply must be 200 or 503 (no reset connection, no other 5xx), the
 # daemon's resident memory (VmRSS, sampled every 20 ms) must stay under
 # FLOOD_RSS_MB, and right after the flood an upload and a list must work.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 [ -d "$PROFD_CORPUS" ] || skip_all "corpus not found at $PROFD_CORPUS"
 command -v jq >/dev/null || skip_all "jq not installed"
 

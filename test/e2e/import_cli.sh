@@ -4,7 +4,7 @@
 # retries on 503 and none on 400, server error messages, exit codes,
 # --bad-dir, --done-dir, directories, stdin, and --lock.
 
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 
 IMPORT="${top_srcdir:-.}/tools/profd-import"
 command -v dash >/dev/null 2>&1 || skip_all "dash not installed"

@@ -6,7 +6,7 @@
 # message; a dead collector is retried and then fails within seconds; a held
 # --lock makes the run a no-op; --done-dir moves uploaded files.
 
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 
 IMPORT="$(cd "${top_srcdir:-.}" && pwd)/tools/profd-import"
 command -v dash >/dev/null 2>&1 || skip_all "dash not installed"

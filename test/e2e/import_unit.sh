@@ -4,7 +4,7 @@
 # stays low; the man pages format without groff warnings; every key of
 # profd.conf.example is one profd accepts, and profd starts from that file.
 
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 
 UNIT=${top_builddir:-.}/tools/profd.service
 CONF=${top_srcdir:-.}/tools/profd.conf.example

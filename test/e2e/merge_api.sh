@@ -15,9 +15,9 @@
 # hang up mid-merge (the daemon keeps serving and exits clean, which under
 # ASan means no leak or memory error).
 
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 
-MF=${top_builddir:-.}/test/unit/merge_files
+MF=${top_builddir:-.}/test/lib/merge_files
 C=$PROFD_CORPUS
 G=$C/go
 command -v go >/dev/null 2>&1 || skip_all "go tool pprof not installed"

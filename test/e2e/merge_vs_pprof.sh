@@ -12,9 +12,9 @@
 # keeps them.) Then checks that builds A and B merge location for location: fewer
 # locations than pprof's, exactly one per distinct symbolized location key.
 
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 
-MF=${top_builddir:-.}/test/unit/merge_files
+MF=${top_builddir:-.}/test/lib/merge_files
 C=$PROFD_CORPUS
 command -v go >/dev/null 2>&1 || skip_all "go tool pprof not installed"
 [ -d "$C/go" ] || skip_all "corpus not found at $C"

@@ -4,7 +4,7 @@
 # exit status 2 and a message naming the file and line, bad flags likewise,
 # and on a running daemon flags win over the file while the file sets the
 # rest.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 command -v jq >/dev/null || skip_all "jq not installed"
 
 out=$("$PROFD" --version); rc=$?

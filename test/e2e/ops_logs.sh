@@ -3,7 +3,7 @@
 # renamed (as logrotate does) SIGHUP makes profd open a new file at the
 # path; new lines go there, the renamed file keeps the old ones, the daemon
 # keeps serving, and a second rotation works as well.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 
 # profd_start reads the port from $PROFD_DIR.log; log straight into it.
 PROFD_DIR=$(mktemp -d "$T_TMP/data.XXXXXX")

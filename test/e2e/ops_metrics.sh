@@ -5,7 +5,7 @@
 # stored, the latency and merge histograms all say what happened; every
 # line parses as Prometheus text format 0.0.4 under its # TYPE; /healthz
 # answers ok, and 503 while the worker pool cannot take a job.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 [ -d "$PROFD_CORPUS" ] || skip_all "corpus not found at $PROFD_CORPUS"
 command -v jq >/dev/null || skip_all "jq not installed"
 

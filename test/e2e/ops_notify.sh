@@ -5,8 +5,8 @@
 # WATCHDOG=1 comes every WATCHDOG_USEC/2, STOPPING=1 on SIGTERM; abstract
 # '@' sockets work; WATCHDOG_PID of another process turns the watchdog
 # off; a bad NOTIFY_SOCKET is logged and profd runs on.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
-LISTEN=${top_builddir:-.}/test/unit/notify_listen
+. "${top_srcdir:-.}/test/lib/e2e.sh"
+LISTEN=${top_builddir:-.}/test/lib/notify_listen
 [ -x "$LISTEN" ] || skip_all "notify_listen not built"
 
 OUT=$T_TMP/notify.out

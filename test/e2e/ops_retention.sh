@@ -4,7 +4,7 @@
 # directory, in batches of 500, while younger ones stay; the metrics count
 # the deletions; --retention 2s expires a profile stored at its arrival
 # time; --retention 0 keeps everything.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 [ -d "$PROFD_CORPUS" ] || skip_all "corpus not found at $PROFD_CORPUS"
 command -v jq >/dev/null || skip_all "jq not installed"
 command -v sqlite3 >/dev/null || skip_all "sqlite3 not installed"

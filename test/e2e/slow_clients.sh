@@ -2,9 +2,9 @@
 # Slow clients and the connection cap: hundreds of connections trickling a
 # request a byte at a time are cut off after --read-timeout while a normal
 # client is served with normal latency; --max-connections holds.
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 command -v python3 >/dev/null || skip_all "python3 not installed"
-H=$top_srcdir/test/e2e/helpers
+H=$top_srcdir/test/lib
 
 profd_start --read-timeout 2 --max-connections 1000 || { not_ok "profd starts"; done_testing; }
 port=${PROFD_URL##*:}

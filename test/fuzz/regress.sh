@@ -4,7 +4,7 @@
 # through the plain replay drivers built from the same fuzz targets. Each
 # file is one TAP test: it passes if the driver exits 0 within 20 s (a
 # sanitizer report, a failed property or a crash make it fail).
-. "${top_srcdir:-.}/test/e2e/lib.sh"
+. "${top_srcdir:-.}/test/lib/e2e.sh"
 
 fuzzdir=${top_srcdir:-.}/test/fuzz
 bindir=${top_builddir:-.}/test/fuzz

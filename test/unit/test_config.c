@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "collector/config.h"
-#include "test/tap.h"
+#include "test/lib/tap.h"
 
 #define NS	INT64_C(1000000000)
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "collector/ids.h"
-#include "test/tap.h"
+#include "test/lib/tap.h"
 
 /* qsort comparator for id strings. */
 static int

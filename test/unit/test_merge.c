@@ -10,8 +10,8 @@
 
 #include "common/arena.h"
 #include "merge/merge.h"
-#include "test/tap.h"
-#include "test/unit/merge_testlib.h"
+#include "test/lib/tap.h"
+#include "test/lib/merge_testlib.h"
 
 static const char *corpus;
 

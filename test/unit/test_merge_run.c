@@ -17,8 +17,8 @@
 #include "merge/merge.h"
 #include "merge/merge_run.h"
 #include "common/pool.h"
-#include "test/tap.h"
-#include "test/unit/merge_testlib.h"
+#include "test/lib/tap.h"
+#include "test/lib/merge_testlib.h"
 
 static const char *corpus;
 

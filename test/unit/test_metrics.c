@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "collector/metrics.h"
-#include "test/tap.h"
+#include "test/lib/tap.h"
 
 /* Length of a metric or label name at s (0 if none). */
 static size_t

@@ -8,7 +8,7 @@
 #include "collector/api/params.h"
 #include "common/clock.h"
 #include "common/parse.h"
-#include "test/tap.h"
+#include "test/lib/tap.h"
 
 #define NS	INT64_C(1000000000)
 

@@ -12,7 +12,7 @@
 #include <zlib.h>
 
 #include "proto/pprof.h"
-#include "test/tap.h"
+#include "test/lib/tap.h"
 
 /* A small valid profile whose parts the tests break one at a time. */
 struct fixture {

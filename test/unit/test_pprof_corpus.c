@@ -14,8 +14,8 @@
 #include <time.h>
 
 #include "proto/pprof.h"
-#include "test/tap.h"
-#include "test/unit/readfile.h"
+#include "test/lib/tap.h"
+#include "test/lib/readfile.h"
 
 #define MAX_INFLATED	((size_t)256 * 1024 * 1024)
 #define LEGACY_FILE	"gperftools/cworker.cpu.prof"

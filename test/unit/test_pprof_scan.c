@@ -20,8 +20,8 @@
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 #include "proto/pprof_scan.h"
-#include "test/tap.h"
-#include "test/unit/readfile.h"
+#include "test/lib/tap.h"
+#include "test/lib/readfile.h"
 
 #define MAX_INFLATED	((size_t)64 * 1024 * 1024)
 

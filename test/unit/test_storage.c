@@ -22,7 +22,7 @@
 
 #include "storage/meta_sqlite.h"
 #include "storage/store.h"
-#include "test/tap.h"
+#include "test/lib/tap.h"
 
 static char	 dir[] = "/tmp/test_storage.XXXXXX";
 static char	 digits[] = "0123456789ABCDEFGHIJKLMNOPQRSTUV";

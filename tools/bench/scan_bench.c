@@ -19,7 +19,7 @@
 
 #include "proto/pprof.h"
 #include "proto/pprof_scan.h"
-#include "test/unit/readfile.h"
+#include "test/lib/readfile.h"
 
 #define MAX_INFLATED	((size_t)64 * 1024 * 1024)
 

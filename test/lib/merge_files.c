@@ -26,7 +26,7 @@
 #include "common/pool.h"
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
-#include "test/unit/merge_testlib.h"
+#include "test/lib/merge_testlib.h"
 
 /* Reads file i of the argument list. */
 static int
