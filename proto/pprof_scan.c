@@ -4,8 +4,8 @@
  * protobuf_c_message_unpack() builds every Sample, Location and Line only
  * for pprof_check() to throw them away, and was the daemon's top CPU cost.
  * pprof_scan() reads the wire format in place instead. First a fast path
- * (see scan_fast_pass below): one pass, no allocation, for profiles in the
- * canonical form profilers write, which it either accepts or hands over
+ * (see pprof_scan_fast_pass below): one pass, no allocation, for profiles
+ * in the canonical form profilers write, which it either accepts or hands over
  * untouched. Everything else, every refusal included, gets the exact
  * passes, three over the top-level fields, which may come in any order and
  * interleave:
@@ -29,7 +29,7 @@
  * Wire rules of protobuf-c 1.4.1 (protobuf-c.c, and probed against the
  * installed library): a key takes at most 5 bytes and its first byte must
  * not be below 8 (field 0); an overlong key of field 0 such as 80 00
- * passes there, but profd refuses field 0 in any form (see scan_next);
+ * passes there, but profd refuses field 0 in any form (see pprof_scan_next);
  * unknown field numbers are skipped; wire types 3, 4, 6 and 7
  * fail; a varint takes at most 10 bytes (bits past 64 are dropped); a length
  * prefix takes at most 5 bytes and must not run past the end; a known
@@ -140,7 +140,7 @@ struct scan {
 
 /* Reads a varint of at most max bytes; returns its length, 0 if bad. */
 static inline __attribute__((always_inline)) size_t
-scan_varint(const uint8_t *p, const uint8_t *end, size_t max, uint64_t *v)
+pprof_scan_varint(const uint8_t *p, const uint8_t *end, size_t max, uint64_t *v)
 {
 	size_t		avail = (size_t)(end - p), i;
 	uint64_t	r = 0;
@@ -172,7 +172,7 @@ scan_varint(const uint8_t *p, const uint8_t *end, size_t max, uint64_t *v)
 
 /* Reads the field at *pp: 1 got one, 0 end of message, -1 malformed. */
 static inline __attribute__((always_inline)) int
-scan_next(const uint8_t **pp, const uint8_t *end, struct scan_field *f)
+pprof_scan_next(const uint8_t **pp, const uint8_t *end, struct scan_field *f)
 {
 	const uint8_t	*p = *pp;
 	uint64_t	 v;
@@ -189,7 +189,7 @@ scan_next(const uint8_t **pp, const uint8_t *end, struct scan_field *f)
 			return -1;
 		v = *p++;
 	} else {
-		if ((n = scan_varint(p, end, 5, &v)) == 0)
+		if ((n = pprof_scan_varint(p, end, 5, &v)) == 0)
 			return -1;
 		p += n;
 	}
@@ -205,7 +205,7 @@ scan_next(const uint8_t **pp, const uint8_t *end, struct scan_field *f)
 		if (p < end && *p < 0x80)
 			f->v = *p++;
 		else {
-			if ((n = scan_varint(p, end, 10, &f->v)) == 0)
+			if ((n = pprof_scan_varint(p, end, 10, &f->v)) == 0)
 				return -1;
 			p += n;
 		}
@@ -217,7 +217,7 @@ scan_next(const uint8_t **pp, const uint8_t *end, struct scan_field *f)
 		break;
 	case SCAN_LEN:
 		f->hdr = p;
-		if ((n = scan_varint(p, end, 5, &v)) == 0)
+		if ((n = pprof_scan_varint(p, end, 5, &v)) == 0)
 			return -1;
 		p += n;
 		if (v > (uint64_t)(end - p))
@@ -248,7 +248,7 @@ scan_next(const uint8_t **pp, const uint8_t *end, struct scan_field *f)
  * can only reach 10 through a word's ends.
  */
 static inline int
-scan_packed_count(const uint8_t *p, size_t len, size_t *count)
+pprof_scan_packed_count(const uint8_t *p, size_t len, size_t *count)
 {
 	uint64_t	w, stops;
 	size_t		i = 0, n = 0, run = 0;
@@ -284,7 +284,7 @@ scan_packed_count(const uint8_t *p, size_t len, size_t *count)
 
 /* Decodes the next varint of a packed field pass 1 checked. */
 static inline uint64_t
-scan_packed_next(const uint8_t **pp)
+pprof_scan_packed_next(const uint8_t **pp)
 {
 	const uint8_t	*q = *pp;
 	uint64_t	 v, b = *q++;
@@ -301,7 +301,8 @@ scan_packed_next(const uint8_t **pp)
 
 /* True if rank (a, b, c) is below the problem recorded so far. */
 static inline int
-scan_err_wins(const struct scan_err *e, uint64_t a, uint64_t b, uint64_t c)
+pprof_scan_err_wins(const struct scan_err *e, uint64_t a, uint64_t b,
+    uint64_t c)
 {
 	if (!e->set)
 		return 1;
@@ -314,12 +315,12 @@ scan_err_wins(const struct scan_err *e, uint64_t a, uint64_t b, uint64_t c)
 
 /* Records a problem of rank (a, b, c) if it is the lowest so far. */
 static void __attribute__((format(printf, 5, 6)))
-scan_bad(struct scan *s, uint64_t a, uint64_t b, uint64_t c,
+pprof_scan_bad(struct scan *s, uint64_t a, uint64_t b, uint64_t c,
     const char *fmt, ...)
 {
 	va_list	ap;
 
-	if (!scan_err_wins(&s->err, a, b, c))
+	if (!pprof_scan_err_wins(&s->err, a, b, c))
 		return;
 	free(s->err.cause);
 	va_start(ap, fmt);
@@ -333,7 +334,7 @@ scan_bad(struct scan *s, uint64_t a, uint64_t b, uint64_t c,
 
 /* True if idx is a valid string index. */
 static inline int
-scan_str_ok(const struct scan *s, int64_t idx)
+pprof_scan_str_ok(const struct scan *s, int64_t idx)
 {
 	return idx >= 0 && (uint64_t)idx < s->n_string;
 }
@@ -343,32 +344,32 @@ scan_str_ok(const struct scan *s, int64_t idx)
  * in pprof_validate()'s words.
  */
 static void __attribute__((format(printf, 6, 7)))
-scan_bad_str(struct scan *s, uint64_t a, uint64_t b, uint64_t c, int64_t idx,
-    const char *fmt, ...)
+pprof_scan_bad_str(struct scan *s, uint64_t a, uint64_t b, uint64_t c,
+    int64_t idx, const char *fmt, ...)
 {
 	va_list	 ap;
 	char	*what;
 
-	if (!scan_err_wins(&s->err, a, b, c))
+	if (!pprof_scan_err_wins(&s->err, a, b, c))
 		return;
 	va_start(ap, fmt);
 	what = xvasprintf(fmt, ap);
 	va_end(ap);
-	scan_bad(s, a, b, c, "%s string index %" PRId64 " out of range "
+	pprof_scan_bad(s, a, b, c, "%s string index %" PRId64 " out of range "
 	    "(%zu strings)", what, idx, s->n_string);
 	free(what);
 }
 
 /* Pass 0: counts the top-level fields and checks their wire types. */
 static int
-scan_count(struct scan *s, struct scan_ids *m, struct scan_ids *fn,
+pprof_scan_count(struct scan *s, struct scan_ids *m, struct scan_ids *fn,
     struct scan_ids *l)
 {
 	const uint8_t		*p = s->raw;
 	struct scan_field	 f;
 	int			 r;
 
-	while ((r = scan_next(&p, s->end, &f)) > 0) {
+	while ((r = pprof_scan_next(&p, s->end, &f)) > 0) {
 		switch (f.num) {
 		case SCAN_P_SAMPLE_TYPE:
 		case SCAN_P_SAMPLE:
@@ -421,14 +422,15 @@ scan_count(struct scan *s, struct scan_ids *m, struct scan_ids *fn,
 
 /* Reads a ValueType: type and unit, last value wins. */
 static int
-scan_value_type(const uint8_t *p, size_t len, int64_t *type, int64_t *unit)
+pprof_scan_value_type(const uint8_t *p, size_t len, int64_t *type,
+    int64_t *unit)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
 	int			 r;
 
 	*type = *unit = 0;
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
 		if (f.num != 1 && f.num != 2)
 			continue;
 		if (f.wt != SCAN_VARINT)
@@ -443,7 +445,8 @@ scan_value_type(const uint8_t *p, size_t len, int64_t *type, int64_t *unit)
 
 /* Checks a Label's wire format and strings: label j of sample i. */
 static int
-scan_label(struct scan *s, size_t i, size_t j, const uint8_t *p, size_t len)
+pprof_scan_label(struct scan *s, size_t i, size_t j, const uint8_t *p,
+    size_t len)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
@@ -452,7 +455,7 @@ scan_label(struct scan *s, size_t i, size_t j, const uint8_t *p, size_t len)
 	uint64_t		 b = SCAN_SUB(2, j);
 	int			 r;
 
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
 		if (f.num < 1 || f.num > 4)
 			continue;
 		if (f.wt != SCAN_VARINT)
@@ -466,42 +469,42 @@ scan_label(struct scan *s, size_t i, size_t j, const uint8_t *p, size_t len)
 	}
 	if (r < 0)
 		return -1;
-	if (!scan_str_ok(s, key))
-		scan_bad_str(s, a, b, 0, key, "sample %zu: label %zu: key", i,
-		    j);
-	if (!scan_str_ok(s, str))
-		scan_bad_str(s, a, b, 1, str, "sample %zu: label %zu: str", i,
-		    j);
-	if (!scan_str_ok(s, num_unit))
-		scan_bad_str(s, a, b, 2, num_unit,
+	if (!pprof_scan_str_ok(s, key))
+		pprof_scan_bad_str(s, a, b, 0, key,
+		    "sample %zu: label %zu: key", i, j);
+	if (!pprof_scan_str_ok(s, str))
+		pprof_scan_bad_str(s, a, b, 1, str,
+		    "sample %zu: label %zu: str", i, j);
+	if (!pprof_scan_str_ok(s, num_unit))
+		pprof_scan_bad_str(s, a, b, 2, num_unit,
 		    "sample %zu: label %zu: num_unit", i, j);
 	return 0;
 }
 
 /* Pass 1 of sample i: wire format, value count, label strings. */
 static int
-scan_sample(struct scan *s, size_t i, const uint8_t *p, size_t len)
+pprof_scan_sample(struct scan *s, size_t i, const uint8_t *p, size_t len)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
 	size_t			 n, n_value = 0, n_label = 0;
 	int			 r;
 
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
 		switch (f.num) {
 		case 1:
 		case 2:
 			if (f.wt == SCAN_VARINT)
 				n = 1;
 			else if (f.wt != SCAN_LEN ||
-			    scan_packed_count(f.p, f.len, &n) != 0)
+			    pprof_scan_packed_count(f.p, f.len, &n) != 0)
 				return -1;
 			if (f.num == 2)
 				n_value += n;
 			break;
 		case 3:
 			if (f.wt != SCAN_LEN ||
-			    scan_label(s, i, n_label++, f.p, f.len) != 0)
+			    pprof_scan_label(s, i, n_label++, f.p, f.len) != 0)
 				return -1;
 			break;
 		}
@@ -509,7 +512,7 @@ scan_sample(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	if (r < 0)
 		return -1;
 	if (n_value != s->n_sample_type)
-		scan_bad(s, SCAN_RANK(SCAN_C_SAMPLE, i), 0, 0,
+		pprof_scan_bad(s, SCAN_RANK(SCAN_C_SAMPLE, i), 0, 0,
 		    "sample %zu: %zu values for %zu sample types", i, n_value,
 		    s->n_sample_type);
 	return 0;
@@ -517,7 +520,7 @@ scan_sample(struct scan *s, size_t i, const uint8_t *p, size_t len)
 
 /* Pass 1 of mapping i: wire format, id, strings. */
 static int
-scan_mapping(struct scan *s, size_t i, const uint8_t *p, size_t len)
+pprof_scan_mapping(struct scan *s, size_t i, const uint8_t *p, size_t len)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
@@ -525,7 +528,7 @@ scan_mapping(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	int64_t			 filename = 0, build_id = 0;
 	int			 r;
 
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
 		/* 7 to 10 are bools: protobuf-c takes any wire type. */
 		if (f.num < 1 || f.num > 6)
 			continue;
@@ -541,18 +544,18 @@ scan_mapping(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	if (r < 0)
 		return -1;
 	s->mappings.ids[i] = id;
-	if (!scan_str_ok(s, filename))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_MAPPING, i), 0, 0, filename,
-		    "mapping %" PRIu64 ": filename", id);
-	if (!scan_str_ok(s, build_id))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_MAPPING, i), 1, 0, build_id,
-		    "mapping %" PRIu64 ": build_id", id);
+	if (!pprof_scan_str_ok(s, filename))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_MAPPING, i), 0, 0,
+		    filename, "mapping %" PRIu64 ": filename", id);
+	if (!pprof_scan_str_ok(s, build_id))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_MAPPING, i), 1, 0,
+		    build_id, "mapping %" PRIu64 ": build_id", id);
 	return 0;
 }
 
 /* Pass 1 of function i: wire format, id, strings. */
 static int
-scan_function(struct scan *s, size_t i, const uint8_t *p, size_t len)
+pprof_scan_function(struct scan *s, size_t i, const uint8_t *p, size_t len)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
@@ -561,7 +564,7 @@ scan_function(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	uint64_t		 a = SCAN_RANK(SCAN_C_FUNCTION, i);
 	int			 r;
 
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
 		if (f.num < 1 || f.num > 5)
 			continue;
 		if (f.wt != SCAN_VARINT)
@@ -578,28 +581,28 @@ scan_function(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	if (r < 0)
 		return -1;
 	s->functions.ids[i] = id;
-	if (!scan_str_ok(s, name))
-		scan_bad_str(s, a, 0, 0, name, "function %" PRIu64 ": name",
-		    id);
-	if (!scan_str_ok(s, system_name))
-		scan_bad_str(s, a, 1, 0, system_name,
+	if (!pprof_scan_str_ok(s, name))
+		pprof_scan_bad_str(s, a, 0, 0, name,
+		    "function %" PRIu64 ": name", id);
+	if (!pprof_scan_str_ok(s, system_name))
+		pprof_scan_bad_str(s, a, 1, 0, system_name,
 		    "function %" PRIu64 ": system_name", id);
-	if (!scan_str_ok(s, filename))
-		scan_bad_str(s, a, 2, 0, filename,
+	if (!pprof_scan_str_ok(s, filename))
+		pprof_scan_bad_str(s, a, 2, 0, filename,
 		    "function %" PRIu64 ": filename", id);
 	return 0;
 }
 
 /* Reads a Line's function id (0 if none); -1 if malformed. */
 static int
-scan_line(const uint8_t *p, size_t len, uint64_t *function_id)
+pprof_scan_line(const uint8_t *p, size_t len, uint64_t *function_id)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
 	int			 r;
 
 	*function_id = 0;
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
 		if (f.num < 1 || f.num > 3)
 			continue;
 		if (f.wt != SCAN_VARINT)
@@ -612,7 +615,7 @@ scan_line(const uint8_t *p, size_t len, uint64_t *function_id)
 
 /* Reads a Location: id, mapping id; checks its lines' wire format. */
 static int
-scan_location_fields(const uint8_t *p, size_t len, uint64_t *id,
+pprof_scan_location_fields(const uint8_t *p, size_t len, uint64_t *id,
     uint64_t *mapping_id)
 {
 	const uint8_t		*end = p + len;
@@ -621,7 +624,7 @@ scan_location_fields(const uint8_t *p, size_t len, uint64_t *id,
 	int			 r;
 
 	*id = *mapping_id = 0;
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
 		switch (f.num) {
 		case 1:
 		case 2:
@@ -635,7 +638,7 @@ scan_location_fields(const uint8_t *p, size_t len, uint64_t *id,
 			break;
 		case 4:
 			if (f.wt != SCAN_LEN ||
-			    scan_line(f.p, f.len, &fid) != 0)
+			    pprof_scan_line(f.p, f.len, &fid) != 0)
 				return -1;
 			break;
 		}
@@ -646,17 +649,17 @@ scan_location_fields(const uint8_t *p, size_t len, uint64_t *id,
 
 /* Checks comment string index idx, the next comment. */
 static void
-scan_comment(struct scan *s, int64_t idx)
+pprof_scan_comment(struct scan *s, int64_t idx)
 {
-	if (!scan_str_ok(s, idx))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_COMMENT, s->n_comment), 0,
-		    0, idx, "comment %zu:", s->n_comment);
+	if (!pprof_scan_str_ok(s, idx))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_COMMENT, s->n_comment),
+		    0, 0, idx, "comment %zu:", s->n_comment);
 	s->n_comment++;
 }
 
 /* Pass 1 of the whole profile; -1 on a wire-format error. */
 static int
-scan_pass1(struct scan *s)
+pprof_scan_pass1(struct scan *s)
 {
 	const uint8_t		*p = s->raw, *q, *qend;
 	struct scan_field	 f;
@@ -666,43 +669,45 @@ scan_pass1(struct scan *s)
 	size_t			 n;
 	int			 r;
 
-	while ((r = scan_next(&p, s->end, &f)) > 0) {
+	while ((r = pprof_scan_next(&p, s->end, &f)) > 0) {
 		switch (f.num) {
 		case SCAN_P_SAMPLE_TYPE:
-			if (scan_value_type(f.p, f.len, &s->st[2 * i_st],
+			if (pprof_scan_value_type(f.p, f.len, &s->st[2 * i_st],
 			    &s->st[2 * i_st + 1]) != 0)
 				return -1;
-			if (!scan_str_ok(s, s->st[2 * i_st]))
-				scan_bad_str(s, SCAN_RANK(SCAN_C_SAMPLE_TYPE,
-				    i_st), 0, 0, s->st[2 * i_st],
+			if (!pprof_scan_str_ok(s, s->st[2 * i_st]))
+				pprof_scan_bad_str(s,
+				    SCAN_RANK(SCAN_C_SAMPLE_TYPE, i_st), 0, 0,
+				    s->st[2 * i_st],
 				    "sample type %zu: type", i_st);
-			if (!scan_str_ok(s, s->st[2 * i_st + 1]))
-				scan_bad_str(s, SCAN_RANK(SCAN_C_SAMPLE_TYPE,
-				    i_st), 1, 0, s->st[2 * i_st + 1],
+			if (!pprof_scan_str_ok(s, s->st[2 * i_st + 1]))
+				pprof_scan_bad_str(s,
+				    SCAN_RANK(SCAN_C_SAMPLE_TYPE, i_st), 1, 0,
+				    s->st[2 * i_st + 1],
 				    "sample type %zu: unit", i_st);
 			i_st++;
 			break;
 		case SCAN_P_SAMPLE:
-			if (scan_sample(s, i_s++, f.p, f.len) != 0)
+			if (pprof_scan_sample(s, i_s++, f.p, f.len) != 0)
 				return -1;
 			break;
 		case SCAN_P_MAPPING:
-			if (scan_mapping(s, i_m++, f.p, f.len) != 0)
+			if (pprof_scan_mapping(s, i_m++, f.p, f.len) != 0)
 				return -1;
 			break;
 		case SCAN_P_LOCATION:
-			if (scan_location_fields(f.p, f.len,
+			if (pprof_scan_location_fields(f.p, f.len,
 			    &s->locations.ids[i_l++], &mapping_id) != 0)
 				return -1;
 			break;
 		case SCAN_P_FUNCTION:
-			if (scan_function(s, i_f++, f.p, f.len) != 0)
+			if (pprof_scan_function(s, i_f++, f.p, f.len) != 0)
 				return -1;
 			break;
 		case SCAN_P_STRING_TABLE:
 			if (i_str == 0 && f.len != 0 && f.p[0] != '\0')
-				scan_bad(s, SCAN_RANK(SCAN_C_STR0, 0), 0, 0,
-				    "string table entry 0 is not empty");
+				pprof_scan_bad(s, SCAN_RANK(SCAN_C_STR0, 0), 0,
+				    0, "string table entry 0 is not empty");
 			s->strs[i_str++] = f.hdr;
 			break;
 		case SCAN_P_DROP_FRAMES:
@@ -718,20 +723,21 @@ scan_pass1(struct scan *s)
 			s->duration_nanos = (int64_t)f.v;
 			break;
 		case SCAN_P_PERIOD_TYPE:
-			if (scan_value_type(f.p, f.len, &s->period_type,
+			if (pprof_scan_value_type(f.p, f.len, &s->period_type,
 			    &s->period_unit) != 0)
 				return -1;
 			s->have_period = 1;
 			break;
 		case SCAN_P_COMMENT:
 			if (f.wt == SCAN_VARINT) {
-				scan_comment(s, (int64_t)f.v);
+				pprof_scan_comment(s, (int64_t)f.v);
 				break;
 			}
-			if (scan_packed_count(f.p, f.len, &n) != 0)
+			if (pprof_scan_packed_count(f.p, f.len, &n) != 0)
 				return -1;
 			for (q = f.p, qend = f.p + f.len; q < qend;)
-				scan_comment(s, (int64_t)scan_packed_next(&q));
+				pprof_scan_comment(s,
+				    (int64_t)pprof_scan_packed_next(&q));
 			break;
 		case SCAN_P_DEFAULT_SAMPLE_TYPE:
 			s->default_sample_type = (int64_t)f.v;
@@ -746,39 +752,39 @@ scan_pass1(struct scan *s)
 
 /* Checks the profile-wide fields once pass 1 has read them. */
 static void
-scan_header(struct scan *s)
+pprof_scan_header(struct scan *s)
 {
 	if (s->n_string == 0)
-		scan_bad(s, SCAN_RANK(SCAN_C_EMPTY, 0), 0, 0,
+		pprof_scan_bad(s, SCAN_RANK(SCAN_C_EMPTY, 0), 0, 0,
 		    "string table is empty");
 	if (s->have_period) {
-		if (!scan_str_ok(s, s->period_type))
-			scan_bad_str(s, SCAN_RANK(SCAN_C_PERIOD_TYPE, 0), 0, 0,
-			    s->period_type, "period type: type");
-		if (!scan_str_ok(s, s->period_unit))
-			scan_bad_str(s, SCAN_RANK(SCAN_C_PERIOD_TYPE, 0), 1, 0,
-			    s->period_unit, "period type: unit");
+		if (!pprof_scan_str_ok(s, s->period_type))
+			pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_PERIOD_TYPE, 0),
+			    0, 0, s->period_type, "period type: type");
+		if (!pprof_scan_str_ok(s, s->period_unit))
+			pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_PERIOD_TYPE, 0),
+			    1, 0, s->period_unit, "period type: unit");
 	}
-	if (!scan_str_ok(s, s->drop_frames))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_DROP_FRAMES, 0), 0, 0,
+	if (!pprof_scan_str_ok(s, s->drop_frames))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_DROP_FRAMES, 0), 0, 0,
 		    s->drop_frames, "drop_frames:");
-	if (!scan_str_ok(s, s->keep_frames))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_KEEP_FRAMES, 0), 0, 0,
+	if (!pprof_scan_str_ok(s, s->keep_frames))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_KEEP_FRAMES, 0), 0, 0,
 		    s->keep_frames, "keep_frames:");
-	if (!scan_str_ok(s, s->default_sample_type))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_DEFAULT_SAMPLE_TYPE, 0), 0, 0,
-		    s->default_sample_type, "default_sample_type:");
-	if (!scan_str_ok(s, s->doc_url))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_DOC_URL, 0), 0, 0, s->doc_url,
-		    "doc_url:");
+	if (!pprof_scan_str_ok(s, s->default_sample_type))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_DEFAULT_SAMPLE_TYPE, 0),
+		    0, 0, s->default_sample_type, "default_sample_type:");
+	if (!pprof_scan_str_ok(s, s->doc_url))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_DOC_URL, 0), 0, 0,
+		    s->doc_url, "doc_url:");
 	if (s->n_sample != 0 && s->n_sample_type == 0)
-		scan_bad(s, SCAN_RANK(SCAN_C_NO_TYPES, 0), 0, 0,
+		pprof_scan_bad(s, SCAN_RANK(SCAN_C_NO_TYPES, 0), 0, 0,
 		    "%zu samples but no sample types", s->n_sample);
 }
 
 /* Orders ids. */
 static int
-scan_id_cmp(const void *a, const void *b)
+pprof_scan_id_cmp(const void *a, const void *b)
 {
 	uint64_t	x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
@@ -790,7 +796,7 @@ scan_id_cmp(const void *a, const void *b)
  * duplicate ids, a bitmap when ids are dense, else sorts ids in place.
  */
 static int
-scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
+pprof_scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
     enum scan_cat cat)
 {
 	size_t		i;
@@ -799,7 +805,7 @@ scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
 	t->max = 0;
 	for (i = 0; i < t->n; i++) {
 		if ((id = t->ids[i]) == 0) {
-			scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
+			pprof_scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
 			    "%s at index %zu has id 0", what, i);
 			return -1;
 		}
@@ -814,7 +820,7 @@ scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
 		for (i = 0; i < t->n; i++) {
 			id = t->ids[i];
 			if (t->bits[id >> 6] & ((uint64_t)1 << (id & 63))) {
-				scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
+				pprof_scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
 				    "%s %" PRIu64 ": duplicate id", what, id);
 				return -1;
 			}
@@ -823,10 +829,10 @@ scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
 		return 0;
 	}
 	t->bits = NULL;
-	qsort(t->ids, t->n, sizeof *t->ids, scan_id_cmp);
+	qsort(t->ids, t->n, sizeof *t->ids, pprof_scan_id_cmp);
 	for (i = 1; i < t->n; i++) {
 		if (t->ids[i] == t->ids[i - 1]) {
-			scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
+			pprof_scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
 			    "%s %" PRIu64 ": duplicate id", what, t->ids[i]);
 			return -1;
 		}
@@ -836,7 +842,7 @@ scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
 
 /* True if id is in the table. */
 static inline int
-scan_ids_has(const struct scan_ids *t, uint64_t id)
+pprof_scan_ids_has(const struct scan_ids *t, uint64_t id)
 {
 	size_t	lo, hi, mid;
 
@@ -860,7 +866,7 @@ scan_ids_has(const struct scan_ids *t, uint64_t id)
 
 /* Pass 2 of location i: its mapping and function references. */
 static void
-scan_location_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
+pprof_scan_location_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
@@ -868,46 +874,46 @@ scan_location_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	size_t			 j = 0, bad_j = SIZE_MAX;
 
 	/* Pass 1 checked the wire format. */
-	while (scan_next(&p, end, &f) > 0) {
+	while (pprof_scan_next(&p, end, &f) > 0) {
 		if (f.num == 1)
 			id = f.v;
 		else if (f.num == 2)
 			mapping_id = f.v;
 		else if (f.num == 4) {
-			(void)scan_line(f.p, f.len, &fid);
+			(void)pprof_scan_line(f.p, f.len, &fid);
 			if (bad_j == SIZE_MAX && fid != 0 &&
-			    !scan_ids_has(&s->functions, fid)) {
+			    !pprof_scan_ids_has(&s->functions, fid)) {
 				bad_j = j;
 				bad_fid = fid;
 			}
 			j++;
 		}
 	}
-	if (mapping_id != 0 && !scan_ids_has(&s->mappings, mapping_id))
-		scan_bad(s, SCAN_RANK(SCAN_C_LOCATION, i), 0, 0, "location %"
-		    PRIu64 ": mapping id %" PRIu64 " not found", id,
-		    mapping_id);
+	if (mapping_id != 0 && !pprof_scan_ids_has(&s->mappings, mapping_id))
+		pprof_scan_bad(s, SCAN_RANK(SCAN_C_LOCATION, i), 0, 0,
+		    "location %" PRIu64 ": mapping id %" PRIu64 " not found",
+		    id, mapping_id);
 	if (bad_j != SIZE_MAX)
-		scan_bad(s, SCAN_RANK(SCAN_C_LOCATION, i), SCAN_SUB(1, bad_j),
-		    0, "location %" PRIu64 ": line %zu: function id %" PRIu64
-		    " not found", id, bad_j, bad_fid);
+		pprof_scan_bad(s, SCAN_RANK(SCAN_C_LOCATION, i),
+		    SCAN_SUB(1, bad_j), 0, "location %" PRIu64 ": line %zu: "
+		    "function id %" PRIu64 " not found", id, bad_j, bad_fid);
 }
 
 /* Pass 2 of sample i: its location ids. */
 static void
-scan_sample_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
+pprof_scan_sample_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 {
 	const uint8_t		*end = p + len, *q, *qend;
 	struct scan_field	 f;
 	uint64_t		 v;
 	size_t			 j = 0;
 
-	while (scan_next(&p, end, &f) > 0) {
+	while (pprof_scan_next(&p, end, &f) > 0) {
 		if (f.num != 1)
 			continue;
 		if (f.wt == SCAN_VARINT) {
 			v = f.v;
-			if (!scan_ids_has(&s->locations, v))
+			if (!pprof_scan_ids_has(&s->locations, v))
 				goto bad;
 			j++;
 			continue;
@@ -915,43 +921,43 @@ scan_sample_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 		q = f.p;
 		qend = f.p + f.len;
 		while (q < qend) {
-			v = scan_packed_next(&q);
-			if (!scan_ids_has(&s->locations, v))
+			v = pprof_scan_packed_next(&q);
+			if (!pprof_scan_ids_has(&s->locations, v))
 				goto bad;
 			j++;
 		}
 	}
 	return;
 bad:
-	scan_bad(s, SCAN_RANK(SCAN_C_SAMPLE, i), SCAN_SUB(1, j), 0,
+	pprof_scan_bad(s, SCAN_RANK(SCAN_C_SAMPLE, i), SCAN_SUB(1, j), 0,
 	    "sample %zu: location id %" PRIu64 " not found", i, v);
 }
 
 /* Pass 2: every location and sample reference. */
 static void
-scan_pass2(struct scan *s)
+pprof_scan_pass2(struct scan *s)
 {
 	const uint8_t		*p = s->raw;
 	struct scan_field	 f;
 	size_t			 i_s = 0, i_l = 0;
 
-	while (scan_next(&p, s->end, &f) > 0) {
+	while (pprof_scan_next(&p, s->end, &f) > 0) {
 		if (f.num == SCAN_P_SAMPLE)
-			scan_sample_refs(s, i_s++, f.p, f.len);
+			pprof_scan_sample_refs(s, i_s++, f.p, f.len);
 		else if (f.num == SCAN_P_LOCATION)
-			scan_location_refs(s, i_l++, f.p, f.len);
+			pprof_scan_location_refs(s, i_l++, f.p, f.len);
 	}
 }
 
 /* String idx (valid) up to its first NUL, as the C string would be. */
 static const uint8_t *
-scan_string(const struct scan *s, int64_t idx, size_t *len)
+pprof_scan_string(const struct scan *s, int64_t idx, size_t *len)
 {
 	const uint8_t	*hdr = s->strs[idx], *nul;
 	uint64_t	 v;
 	size_t		 n;
 
-	n = scan_varint(hdr, s->end, 5, &v);
+	n = pprof_scan_varint(hdr, s->end, 5, &v);
 	*len = (size_t)v;
 	if ((nul = memchr(hdr + n, '\0', *len)) != NULL)
 		*len = (size_t)(nul - (hdr + n));
@@ -963,7 +969,7 @@ scan_string(const struct scan *s, int64_t idx, size_t *len)
  * the type (j = 2i) and unit (j = 2i + 1) strings of sample type i.
  */
 static void
-scan_summary_fill(struct pprof_summary *sum, size_t n_types,
+pprof_scan_summary_fill(struct pprof_summary *sum, size_t n_types,
     const uint8_t *(*str)(const void *ctx, size_t j, size_t *len),
     const void *ctx, int64_t samples, int64_t time_nanos,
     int64_t duration_nanos)
@@ -995,26 +1001,26 @@ scan_summary_fill(struct pprof_summary *sum, size_t n_types,
 	sum->duration_nanos = duration_nanos;
 }
 
-/* Sample type string j of the exact passes (see scan_summary_fill). */
+/* Sample type string j of the exact passes (see pprof_scan_summary_fill). */
 static const uint8_t *
-scan_type_string(const void *ctx, size_t j, size_t *len)
+pprof_scan_type_string(const void *ctx, size_t j, size_t *len)
 {
 	const struct scan *s = ctx;
 
-	return scan_string(s, s->st[j], len);
+	return pprof_scan_string(s, s->st[j], len);
 }
 
 /* Fills *sum like pprof_summarize(). */
 static void
-scan_summarize(const struct scan *s, struct pprof_summary *sum)
+pprof_scan_summarize(const struct scan *s, struct pprof_summary *sum)
 {
-	scan_summary_fill(sum, s->n_sample_type, scan_type_string, s,
-	    (int64_t)s->n_sample, s->time_nanos, s->duration_nanos);
+	pprof_scan_summary_fill(sum, s->n_sample_type, pprof_scan_type_string,
+	    s, (int64_t)s->n_sample, s->time_nanos, s->duration_nanos);
 }
 
 /* 64-bit words of a dense id bitmap for n ids: 4n + 4 bits. */
 static size_t
-scan_bits_words(size_t n)
+pprof_scan_bits_words(size_t n)
 {
 	return (4 * n + 4) / 64 + 1;
 }
@@ -1059,11 +1065,11 @@ struct scan_fast {
 
 /* Reads a varint at p (p < end) byte by byte: the byte after, NULL if bad. */
 static __attribute__((noinline)) const uint8_t *
-scan_fast_varint_loop(const uint8_t *p, const uint8_t *end, uint64_t *v)
+pprof_scan_fast_varint_loop(const uint8_t *p, const uint8_t *end, uint64_t *v)
 {
 	size_t	n;
 
-	if ((n = scan_varint(p, end, 10, v)) == 0)
+	if ((n = pprof_scan_varint(p, end, 10, v)) == 0)
 		return NULL;
 	return p + n;
 }
@@ -1074,7 +1080,7 @@ scan_fast_varint_loop(const uint8_t *p, const uint8_t *end, uint64_t *v)
  * word are squeezed together in three steps.
  */
 static inline __attribute__((always_inline)) const uint8_t *
-scan_fast_varint_long(const uint8_t *p, const uint8_t *end, uint64_t *v)
+pprof_scan_fast_varint_long(const uint8_t *p, const uint8_t *end, uint64_t *v)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	uint64_t	w, stops;
@@ -1098,14 +1104,14 @@ scan_fast_varint_long(const uint8_t *p, const uint8_t *end, uint64_t *v)
 		}
 	}
 #endif
-	return scan_fast_varint_loop(p, end, v);
+	return pprof_scan_fast_varint_loop(p, end, v);
 }
 
-/* scan_fast_varint_long() out of line, for the rare long varints. */
+/* pprof_scan_fast_varint_long() out of line, for the rare long varints. */
 static __attribute__((noinline)) const uint8_t *
-scan_fast_varint_rare(const uint8_t *p, const uint8_t *end, uint64_t *v)
+pprof_scan_fast_varint_rare(const uint8_t *p, const uint8_t *end, uint64_t *v)
 {
-	return scan_fast_varint_long(p, end, v);
+	return pprof_scan_fast_varint_long(p, end, v);
 }
 
 /*
@@ -1113,7 +1119,7 @@ scan_fast_varint_rare(const uint8_t *p, const uint8_t *end, uint64_t *v)
  * two bytes, the most common lengths, without a branch on which.
  */
 static inline __attribute__((always_inline)) const uint8_t *
-scan_fast_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
+pprof_scan_fast_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
 {
 	uint64_t	b0, b1, c;
 
@@ -1129,7 +1135,7 @@ scan_fast_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
 		*v = *p;
 		return p + 1;
 	}
-	return scan_fast_varint_rare(p, end, v);
+	return pprof_scan_fast_varint_rare(p, end, v);
 }
 
 /*
@@ -1137,7 +1143,7 @@ scan_fast_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
  * the payload, or NULL if bad. *pend: OUT the payload's end.
  */
 static inline __attribute__((always_inline)) const uint8_t *
-scan_fast_len(const uint8_t *p, const uint8_t *end, const uint8_t **pend)
+pprof_scan_fast_len(const uint8_t *p, const uint8_t *end, const uint8_t **pend)
 {
 	uint64_t	v;
 	size_t		n;
@@ -1145,7 +1151,7 @@ scan_fast_len(const uint8_t *p, const uint8_t *end, const uint8_t **pend)
 	if (*p < 0x80) {
 		v = *p++;
 	} else {
-		if ((n = scan_varint(p, end, 5, &v)) == 0)
+		if ((n = pprof_scan_varint(p, end, 5, &v)) == 0)
 			return NULL;
 		p += n;
 	}
@@ -1158,14 +1164,15 @@ scan_fast_len(const uint8_t *p, const uint8_t *end, const uint8_t **pend)
 /* Reads the next varint of a message ending at end into v, or gives up. */
 #define SCAN_FAST_VARINT(q, end, v) do {				\
 	if ((q) >= (end) ||						\
-	    ((q) = scan_fast_varint((q), (end), &(v))) == NULL)		\
+	    ((q) = pprof_scan_fast_varint((q), (end), &(v))) == NULL)	\
 		return 0;						\
 } while (0)
 
 /* SCAN_FAST_VARINT for a field whose values are usually long. */
 #define SCAN_FAST_VARINT_LONG(q, end, v) do {				\
 	if ((q) >= (end) ||						\
-	    ((q) = scan_fast_varint_long((q), (end), &(v))) == NULL)	\
+	    ((q) = pprof_scan_fast_varint_long((q), (end), &(v))) ==	\
+	    NULL)							\
 		return 0;						\
 } while (0)
 
@@ -1175,14 +1182,14 @@ scan_fast_len(const uint8_t *p, const uint8_t *end, const uint8_t **pend)
 /* Reads the next length-delimited payload [r, rend), or gives up. */
 #define SCAN_FAST_LEN(q, end, r, rend) do {				\
 	if ((q) >= (end) ||						\
-	    ((r) = scan_fast_len((q), (end), &(rend))) == NULL)		\
+	    ((r) = pprof_scan_fast_len((q), (end), &(rend))) == NULL)	\
 		return 0;						\
 	(q) = (rend);							\
 } while (0)
 
 /* A ValueType; 0 to give up. */
 static int
-scan_fast_value_type(const uint8_t *q, const uint8_t *end, uint64_t *type,
+pprof_scan_fast_value_type(const uint8_t *q, const uint8_t *end, uint64_t *type,
     uint64_t *unit)
 {
 	*type = *unit = 0;
@@ -1203,7 +1210,7 @@ scan_fast_value_type(const uint8_t *q, const uint8_t *end, uint64_t *type,
 
 /* A Label: its string indices; 0 to give up. */
 static int
-scan_fast_label(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
+pprof_scan_fast_label(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 {
 	uint64_t	v;
 
@@ -1240,8 +1247,8 @@ scan_fast_label(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 	if (__builtin_expect((c_ & (b1_ >> 7)) == 0, 1)) {		\
 		v_ = (b0_ & 0x7f) | ((b1_ << 7) & (0 - c_));		\
 		(r) += 1 + c_;						\
-	} else if (((r) = scan_fast_varint_rare((r), (rend), &v_)) ==	\
-	    NULL)							\
+	} else if (((r) = pprof_scan_fast_varint_rare((r), (rend),	\
+	    &v_)) == NULL)						\
 		return 0;						\
 	v_--;	/* id 0 becomes the largest */				\
 	SCAN_MAX(m, v_);						\
@@ -1254,7 +1261,7 @@ scan_fast_label(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
  * halves are decoded in step: two chains of loads instead of one.
  */
 static inline __attribute__((always_inline)) int
-scan_fast_loc_ids(const uint8_t *r, const uint8_t *rend, uint64_t *mp)
+pprof_scan_fast_loc_ids(const uint8_t *r, const uint8_t *rend, uint64_t *mp)
 {
 	const uint8_t	*h, *mid;
 	uint64_t	 m = *mp, m2 = 0;
@@ -1286,7 +1293,8 @@ scan_fast_loc_ids(const uint8_t *r, const uint8_t *rend, uint64_t *mp)
 
 /* A Sample: value count, location ids, labels; 0 to give up. */
 static int
-scan_fast_sample(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
+pprof_scan_fast_sample(struct scan_fast *x, const uint8_t *q,
+    const uint8_t *end)
 {
 	const uint8_t	*r, *rend;
 	uint64_t	 v, m = x->loc_max;
@@ -1297,7 +1305,7 @@ scan_fast_sample(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 		SCAN_FAST_LEN(q, end, r, rend);
 		if (r != rend)
 			x->loc_any = 1;
-		if (!scan_fast_loc_ids(r, rend, &m))
+		if (!pprof_scan_fast_loc_ids(r, rend, &m))
 			return 0;
 	}
 	while (SCAN_FAST_KEY(q, end, 0x10)) {
@@ -1310,7 +1318,7 @@ scan_fast_sample(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 			SCAN_FAST_LEN(q, end, r, rend);
 			if (r != rend)
 				x->loc_any = 1;
-			if (!scan_fast_loc_ids(r, rend, &m))
+			if (!pprof_scan_fast_loc_ids(r, rend, &m))
 				return 0;
 			break;
 		case 0x08:	/* location_id */
@@ -1325,13 +1333,14 @@ scan_fast_sample(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 			break;
 		case 0x12:	/* value, packed */
 			SCAN_FAST_LEN(q, end, r, rend);
-			if (scan_packed_count(r, (size_t)(rend - r), &n) != 0)
+			if (pprof_scan_packed_count(r, (size_t)(rend - r),
+			    &n) != 0)
 				return 0;
 			nv += n;
 			break;
 		case 0x1a:	/* label */
 			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_label(x, r, rend))
+			if (!pprof_scan_fast_label(x, r, rend))
 				return 0;
 			break;
 		default:
@@ -1348,7 +1357,8 @@ scan_fast_sample(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 
 /* A Mapping: its id must be the next one; 0 to give up. */
 static int
-scan_fast_mapping(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
+pprof_scan_fast_mapping(struct scan_fast *x, const uint8_t *q,
+    const uint8_t *end)
 {
 	uint64_t	v, id = 0;
 
@@ -1380,7 +1390,7 @@ scan_fast_mapping(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 
 /* A Line: its function reference into the maximum *fm; 0 to give up. */
 static inline __attribute__((always_inline)) int
-scan_fast_line(uint64_t *fm, const uint8_t *q, const uint8_t *end)
+pprof_scan_fast_line(uint64_t *fm, const uint8_t *q, const uint8_t *end)
 {
 	uint64_t	v;
 
@@ -1409,7 +1419,7 @@ scan_fast_line(uint64_t *fm, const uint8_t *q, const uint8_t *end)
 
 /* A Location: its id must be the next one; 0 to give up. */
 static int
-scan_fast_location(struct scan_fast *x, const uint8_t *q,
+pprof_scan_fast_location(struct scan_fast *x, const uint8_t *q,
     const uint8_t *end)
 {
 	const uint8_t	*r, *rend;
@@ -1426,7 +1436,7 @@ scan_fast_location(struct scan_fast *x, const uint8_t *q,
 		SCAN_FAST_VARINT_LONG(q, end, v);
 	while (SCAN_FAST_KEY(q, end, 0x22)) {
 		SCAN_FAST_LEN(q, end, r, rend);
-		if (!scan_fast_line(&fm, r, rend))
+		if (!pprof_scan_fast_line(&fm, r, rend))
 			return 0;
 	}
 	while (q < end) {
@@ -1444,7 +1454,7 @@ scan_fast_location(struct scan_fast *x, const uint8_t *q,
 			break;
 		case 0x22:	/* line */
 			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_line(&fm, r, rend))
+			if (!pprof_scan_fast_line(&fm, r, rend))
 				return 0;
 			break;
 		default:
@@ -1457,7 +1467,7 @@ scan_fast_location(struct scan_fast *x, const uint8_t *q,
 
 /* A Function: its id must be the next one; 0 to give up. */
 static int
-scan_fast_function(struct scan_fast *x, const uint8_t *q,
+pprof_scan_fast_function(struct scan_fast *x, const uint8_t *q,
     const uint8_t *end)
 {
 	uint64_t	v, id = 0, sm = x->str_max;
@@ -1503,7 +1513,7 @@ scan_fast_function(struct scan_fast *x, const uint8_t *q,
 
 /* The fast pass over a whole profile: 1 valid, 0 to give up. */
 static int
-scan_fast_pass(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
+pprof_scan_fast_pass(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 {
 	const uint8_t	*r, *rend;
 	uint64_t	 v;
@@ -1514,28 +1524,28 @@ scan_fast_pass(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 		case 0x0a:	/* sample_type */
 			SCAN_FAST_LEN(q, end, r, rend);
 			if ((i = x->n_sample_type++) >= SCAN_FAST_TYPES ||
-			    !scan_fast_value_type(r, rend, &x->st[2 * i],
+			    !pprof_scan_fast_value_type(r, rend, &x->st[2 * i],
 			    &x->st[2 * i + 1]))
 				return 0;
 			break;
 		case 0x12:	/* sample */
 			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_sample(x, r, rend))
+			if (!pprof_scan_fast_sample(x, r, rend))
 				return 0;
 			break;
 		case 0x1a:	/* mapping */
 			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_mapping(x, r, rend))
+			if (!pprof_scan_fast_mapping(x, r, rend))
 				return 0;
 			break;
 		case 0x22:	/* location */
 			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_location(x, r, rend))
+			if (!pprof_scan_fast_location(x, r, rend))
 				return 0;
 			break;
 		case 0x2a:	/* function */
 			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_function(x, r, rend))
+			if (!pprof_scan_fast_function(x, r, rend))
 				return 0;
 			break;
 		case 0x32:	/* string_table */
@@ -1562,8 +1572,8 @@ scan_fast_pass(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 			break;
 		case 0x5a:	/* period_type */
 			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_value_type(r, rend, &x->period_type,
-			    &x->period_unit))
+			if (!pprof_scan_fast_value_type(r, rend,
+			    &x->period_type, &x->period_unit))
 				return 0;
 			x->have_period = 1;
 			break;
@@ -1621,7 +1631,7 @@ scan_fast_pass(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 
 /* String i of the fast pass (i < SCAN_FAST_STRS) up to its first NUL. */
 static const uint8_t *
-scan_fast_string(const struct scan_fast *x, size_t i, size_t *len)
+pprof_scan_fast_string(const struct scan_fast *x, size_t i, size_t *len)
 {
 	const uint8_t	*nul;
 
@@ -1631,27 +1641,27 @@ scan_fast_string(const struct scan_fast *x, size_t i, size_t *len)
 	return x->str_p[i];
 }
 
-/* Sample type string j of the fast pass (see scan_summary_fill). */
+/* Sample type string j of the fast pass (see pprof_scan_summary_fill). */
 static const uint8_t *
-scan_fast_type_string(const void *ctx, size_t j, size_t *len)
+pprof_scan_fast_type_string(const void *ctx, size_t j, size_t *len)
 {
 	const struct scan_fast *x = ctx;
 
-	return scan_fast_string(x, x->st[j], len);
+	return pprof_scan_fast_string(x, x->st[j], len);
 }
 
 /* Fills *sum like pprof_summarize() after a successful fast pass. */
 static void
-scan_fast_summarize(const struct scan_fast *x, struct pprof_summary *sum)
+pprof_scan_fast_summarize(const struct scan_fast *x, struct pprof_summary *sum)
 {
-	scan_summary_fill(sum, x->n_sample_type, scan_fast_type_string, x,
-	    (int64_t)x->n_sample, (int64_t)x->time_nanos,
-	    (int64_t)x->duration_nanos);
+	pprof_scan_summary_fill(sum, x->n_sample_type,
+	    pprof_scan_fast_type_string, x, (int64_t)x->n_sample,
+	    (int64_t)x->time_nanos, (int64_t)x->duration_nanos);
 }
 
 /* Checks and summarizes raw bytes; try_fast: the fast path first. */
 static int
-scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
+pprof_scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
     char **cause, int try_fast)
 {
 	struct scan_fast fast;
@@ -1663,21 +1673,23 @@ scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
 	if (sum != NULL)
 		memset(sum, 0, sizeof *sum);
 	memset(&fast, 0, sizeof fast);
-	if (try_fast && scan_fast_pass(&fast, raw, raw + len)) {
+	if (try_fast && pprof_scan_fast_pass(&fast, raw, raw + len)) {
 		if (sum != NULL)
-			scan_fast_summarize(&fast, sum);
+			pprof_scan_fast_summarize(&fast, sum);
 		return 0;
 	}
 	memset(&s, 0, sizeof s);
 	s.raw = raw;
 	s.end = raw + len;
-	if (scan_count(&s, &s.mappings, &s.functions, &s.locations) != 0)
+	if (pprof_scan_count(&s, &s.mappings, &s.functions, &s.locations) != 0)
 		goto decode;
 
 	/* One scratch block; counts are bounded by len / 2. */
 	words = s.n_string + 2 * s.n_sample_type + s.mappings.n +
-	    s.functions.n + s.locations.n + scan_bits_words(s.mappings.n) +
-	    scan_bits_words(s.functions.n) + scan_bits_words(s.locations.n);
+	    s.functions.n + s.locations.n +
+	    pprof_scan_bits_words(s.mappings.n) +
+	    pprof_scan_bits_words(s.functions.n) +
+	    pprof_scan_bits_words(s.locations.n);
 	w = scratch = xreallocarray(NULL, words, sizeof *scratch);
 	s.strs = (const uint8_t **)(void *)w;
 	w += s.n_string;
@@ -1690,28 +1702,28 @@ scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
 	s.locations.ids = w;
 	w += s.locations.n;
 	s.mappings.bits = w;
-	w += scan_bits_words(s.mappings.n);
+	w += pprof_scan_bits_words(s.mappings.n);
 	s.functions.bits = w;
-	w += scan_bits_words(s.functions.n);
+	w += pprof_scan_bits_words(s.functions.n);
 	s.locations.bits = w;
 
-	if (scan_pass1(&s) != 0)
+	if (pprof_scan_pass1(&s) != 0)
 		goto decode;
-	scan_header(&s);
+	pprof_scan_header(&s);
 	if (s.err.set && s.err.a < SCAN_RANK(SCAN_C_IDS_MAPPING, 0))
 		goto fail;
-	if (scan_ids_build(&s, &s.mappings, "mapping",
+	if (pprof_scan_ids_build(&s, &s.mappings, "mapping",
 	    SCAN_C_IDS_MAPPING) != 0 ||
-	    scan_ids_build(&s, &s.functions, "function",
+	    pprof_scan_ids_build(&s, &s.functions, "function",
 	    SCAN_C_IDS_FUNCTION) != 0 ||
-	    scan_ids_build(&s, &s.locations, "location",
+	    pprof_scan_ids_build(&s, &s.locations, "location",
 	    SCAN_C_IDS_LOCATION) != 0)
 		goto fail;
-	scan_pass2(&s);
+	pprof_scan_pass2(&s);
 	if (s.err.set)
 		goto fail;
 	if (sum != NULL)
-		scan_summarize(&s, sum);
+		pprof_scan_summarize(&s, sum);
 	ret = 0;
 	goto out;
 
@@ -1737,7 +1749,7 @@ int
 pprof_scan(const uint8_t *raw, size_t len, struct pprof_summary *sum,
     char **cause)
 {
-	return scan_run(raw, len, sum, cause, 1);
+	return pprof_scan_run(raw, len, sum, cause, 1);
 }
 
 /* The same with the exact passes only (tests compare the two). */
@@ -1745,5 +1757,5 @@ int
 pprof_scan_exact(const uint8_t *raw, size_t len, struct pprof_summary *sum,
     char **cause)
 {
-	return scan_run(raw, len, sum, cause, 0);
+	return pprof_scan_run(raw, len, sum, cause, 0);
 }
