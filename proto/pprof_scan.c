@@ -4,17 +4,18 @@
  * protobuf_c_message_unpack() builds every Sample, Location and Line only
  * for pprof_check() to throw them away, and was the daemon's top CPU cost.
  * pprof_scan() reads the wire format in place instead. First a fast path
- * (see pprof_scan_fast_pass below): one pass, no allocation, for profiles
- * in the canonical form profilers write, which it either accepts or hands over
+ * (pprof_scan_fast.c): one pass, no allocation, for profiles in the
+ * canonical form profilers write, which it either accepts or hands over
  * untouched. Everything else, every refusal included, gets the exact
- * passes, three over the top-level fields, which may come in any order and
- * interleave:
+ * passes of this file, three over the top-level fields, which may come in
+ * any order and interleave:
  *
  *   0. count the repeated fields, so one scratch block can hold the string
  *      table (a pointer per string), the sample types and the ids;
  *   1. check the wire format of everything, down to packed varints, exactly
- *      as protobuf-c 1.4 does (see below), record the ids, and check every
- *      string index and the value count of every sample;
+ *      as protobuf-c 1.4 does (see proto/pprof_scan_wire.h), record the
+ *      ids, and check every string index and the value count of every
+ *      sample;
  *   2. once the id tables are built (a bitmap when ids are dense, as they
  *      usually are, a sorted array otherwise), check every location,
  *      function and mapping reference.
@@ -25,19 +26,6 @@
  * order and the lowest ranked one is reported, so causes are the same
  * texts for the same inputs. A wire-format error anywhere wins over all of
  * them, as a failed unpack does.
- *
- * Wire rules of protobuf-c 1.4.1 (protobuf-c.c, and probed against the
- * installed library): a key takes at most 5 bytes and its first byte must
- * not be below 8 (field 0); an overlong key of field 0 such as 80 00
- * passes there, but profd refuses field 0 in any form (see pprof_scan_next);
- * unknown field numbers are skipped; wire types 3, 4, 6 and 7
- * fail; a varint takes at most 10 bytes (bits past 64 are dropped); a length
- * prefix takes at most 5 bytes and must not run past the end; a known
- * scalar field needs the varint wire type, except that a repeated one may
- * also come packed (both forms may mix), and bool fields take any wire
- * type; message and string fields need a length prefix; a singular field
- * given twice keeps its last value (for period_type, whose fields are all
- * scalars, protobuf-c's merge also leaves the last one's values).
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -47,12 +35,7 @@
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 #include "proto/pprof_scan.h"
-
-/* The wire types protobuf-c accepts. */
-#define SCAN_VARINT	0
-#define SCAN_I64	1
-#define SCAN_LEN	2
-#define SCAN_I32	5
+#include "proto/pprof_scan_wire.h"
 
 /* Field numbers of Profile (proto/profile.proto). */
 enum scan_profile_field {
@@ -99,16 +82,6 @@ enum scan_cat {
 /* Second part: which check of the object, then index inside it. */
 #define SCAN_SUB(sub, j)	(((uint64_t)(sub) << 56) | (uint64_t)(j))
 
-/* One field as read off the wire. */
-struct scan_field {
-	uint32_t	 num;
-	unsigned	 wt;
-	uint64_t	 v;	/* SCAN_VARINT: the value */
-	const uint8_t	*hdr;	/* SCAN_LEN: the length prefix */
-	const uint8_t	*p;	/* SCAN_LEN: the payload */
-	size_t		 len;
-};
-
 /* The ids of mappings, functions or locations. */
 struct scan_ids {
 	uint64_t	*ids;	/* by index; sorted if bits is NULL */
@@ -137,168 +110,6 @@ struct scan {
 	struct scan_ids	  mappings, functions, locations;
 	struct scan_err	  err;
 };
-
-/* Reads a varint of at most max bytes; returns its length, 0 if bad. */
-static inline __attribute__((always_inline)) size_t
-pprof_scan_varint(const uint8_t *p, const uint8_t *end, size_t max, uint64_t *v)
-{
-	size_t		avail = (size_t)(end - p), i;
-	uint64_t	r = 0;
-
-	if (avail >= 10) {
-		/* No bounds to watch: the common case, unrolled. */
-		for (i = 0; i < max; i++) {
-			r |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-			if ((p[i] & 0x80) == 0) {
-				*v = r;
-				return i + 1;
-			}
-		}
-		*v = 0;
-		return 0;
-	}
-	if (avail < max)
-		max = avail;
-	for (i = 0; i < max; i++) {
-		r |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-		if ((p[i] & 0x80) == 0) {
-			*v = r;
-			return i + 1;
-		}
-	}
-	*v = 0;
-	return 0;
-}
-
-/* Reads the field at *pp: 1 got one, 0 end of message, -1 malformed. */
-static inline __attribute__((always_inline)) int
-pprof_scan_next(const uint8_t **pp, const uint8_t *end, struct scan_field *f)
-{
-	const uint8_t	*p = *pp;
-	uint64_t	 v;
-	size_t		 n;
-
-	f->v = 0;
-	f->hdr = f->p = NULL;
-	f->len = 0;
-	if (p == end)
-		return 0;
-	if (*p < 0x80) {
-		/* protobuf-c refuses a first key byte < 8: field 0. */
-		if (*p < 8)
-			return -1;
-		v = *p++;
-	} else {
-		if ((n = pprof_scan_varint(p, end, 5, &v)) == 0)
-			return -1;
-		p += n;
-	}
-	/* Field 0 is never valid. protobuf-c accepts it in an overlong key
-	 * (80 00), keeps it as an unknown field, and then packs it in the
-	 * one-byte form its own unpack refuses: refuse it in every form. */
-	if ((v >> 3) == 0)
-		return -1;
-	f->num = (uint32_t)(v >> 3);
-	f->wt = (unsigned)(v & 7);
-	switch (f->wt) {
-	case SCAN_VARINT:
-		if (p < end && *p < 0x80)
-			f->v = *p++;
-		else {
-			if ((n = pprof_scan_varint(p, end, 10, &f->v)) == 0)
-				return -1;
-			p += n;
-		}
-		break;
-	case SCAN_I64:
-		if (end - p < 8)
-			return -1;
-		p += 8;
-		break;
-	case SCAN_LEN:
-		f->hdr = p;
-		if ((n = pprof_scan_varint(p, end, 5, &v)) == 0)
-			return -1;
-		p += n;
-		if (v > (uint64_t)(end - p))
-			return -1;
-		f->p = p;
-		f->len = (size_t)v;
-		p += v;
-		break;
-	case SCAN_I32:
-		if (end - p < 4)
-			return -1;
-		p += 4;
-		break;
-	default:
-		return -1;
-	}
-	*pp = p;
-	return 1;
-}
-
-/* The top bit of every byte of a 64-bit word. */
-#define SCAN_TOP_BITS	0x8080808080808080ULL
-
-/*
- * Counts the varints of a packed field; -1 if one is unterminated or longer
- * than 10 bytes (protobuf-c's scan_varint). Eight bytes at a time: a varint
- * ends at each byte whose top bit is clear, and a run of continuation bytes
- * can only reach 10 through a word's ends.
- */
-static inline int
-pprof_scan_packed_count(const uint8_t *p, size_t len, size_t *count)
-{
-	uint64_t	w, stops;
-	size_t		i = 0, n = 0, run = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		memcpy(&w, p + i, sizeof w);
-		stops = ~w & SCAN_TOP_BITS;	/* little endian: byte 0 low */
-		if (stops == 0) {
-			if ((run += 8) >= 10)
-				return -1;
-			continue;
-		}
-		/* Sums the stop bits, one per byte, into the top byte. */
-		n += (size_t)(((stops >> 7) * 0x0101010101010101ULL) >> 56);
-		if (run + (size_t)__builtin_ctzll(stops) / 8 >= 10)
-			return -1;
-		run = (size_t)__builtin_clzll(stops) / 8;
-	}
-	for (; i < len; i++) {
-		if (p[i] & 0x80) {
-			if (++run == 10)
-				return -1;
-		} else {
-			run = 0;
-			n++;
-		}
-	}
-	if (run != 0)
-		return -1;
-	*count = n;
-	return 0;
-}
-
-/* Decodes the next varint of a packed field pass 1 checked. */
-static inline uint64_t
-pprof_scan_packed_next(const uint8_t **pp)
-{
-	const uint8_t	*q = *pp;
-	uint64_t	 v, b = *q++;
-	unsigned	 shift;
-
-	v = b & 0x7f;
-	for (shift = 7; b & 0x80; shift += 7) {
-		b = *q++;
-		v |= (b & 0x7f) << shift;
-	}
-	*pp = q;
-	return v;
-}
-
 /* True if rank (a, b, c) is below the problem recorded so far. */
 static inline int
 pprof_scan_err_wins(const struct scan_err *e, uint64_t a, uint64_t b,
@@ -369,7 +180,7 @@ pprof_scan_count(struct scan *s, struct scan_ids *m, struct scan_ids *fn,
 	struct scan_field	 f;
 	int			 r;
 
-	while ((r = pprof_scan_next(&p, s->end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, s->end, &f)) > 0) {
 		switch (f.num) {
 		case SCAN_P_SAMPLE_TYPE:
 		case SCAN_P_SAMPLE:
@@ -430,7 +241,7 @@ pprof_scan_value_type(const uint8_t *p, size_t len, int64_t *type,
 	int			 r;
 
 	*type = *unit = 0;
-	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		if (f.num != 1 && f.num != 2)
 			continue;
 		if (f.wt != SCAN_VARINT)
@@ -455,7 +266,7 @@ pprof_scan_label(struct scan *s, size_t i, size_t j, const uint8_t *p,
 	uint64_t		 b = SCAN_SUB(2, j);
 	int			 r;
 
-	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		if (f.num < 1 || f.num > 4)
 			continue;
 		if (f.wt != SCAN_VARINT)
@@ -490,14 +301,14 @@ pprof_scan_sample(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	size_t			 n, n_value = 0, n_label = 0;
 	int			 r;
 
-	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		switch (f.num) {
 		case 1:
 		case 2:
 			if (f.wt == SCAN_VARINT)
 				n = 1;
 			else if (f.wt != SCAN_LEN ||
-			    pprof_scan_packed_count(f.p, f.len, &n) != 0)
+			    pprof_scan_wire_packed_count(f.p, f.len, &n) != 0)
 				return -1;
 			if (f.num == 2)
 				n_value += n;
@@ -528,7 +339,7 @@ pprof_scan_mapping(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	int64_t			 filename = 0, build_id = 0;
 	int			 r;
 
-	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		/* 7 to 10 are bools: protobuf-c takes any wire type. */
 		if (f.num < 1 || f.num > 6)
 			continue;
@@ -564,7 +375,7 @@ pprof_scan_function(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	uint64_t		 a = SCAN_RANK(SCAN_C_FUNCTION, i);
 	int			 r;
 
-	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		if (f.num < 1 || f.num > 5)
 			continue;
 		if (f.wt != SCAN_VARINT)
@@ -602,7 +413,7 @@ pprof_scan_line(const uint8_t *p, size_t len, uint64_t *function_id)
 	int			 r;
 
 	*function_id = 0;
-	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		if (f.num < 1 || f.num > 3)
 			continue;
 		if (f.wt != SCAN_VARINT)
@@ -624,7 +435,7 @@ pprof_scan_location_fields(const uint8_t *p, size_t len, uint64_t *id,
 	int			 r;
 
 	*id = *mapping_id = 0;
-	while ((r = pprof_scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		switch (f.num) {
 		case 1:
 		case 2:
@@ -669,7 +480,7 @@ pprof_scan_pass1(struct scan *s)
 	size_t			 n;
 	int			 r;
 
-	while ((r = pprof_scan_next(&p, s->end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, s->end, &f)) > 0) {
 		switch (f.num) {
 		case SCAN_P_SAMPLE_TYPE:
 			if (pprof_scan_value_type(f.p, f.len, &s->st[2 * i_st],
@@ -733,11 +544,11 @@ pprof_scan_pass1(struct scan *s)
 				pprof_scan_comment(s, (int64_t)f.v);
 				break;
 			}
-			if (pprof_scan_packed_count(f.p, f.len, &n) != 0)
+			if (pprof_scan_wire_packed_count(f.p, f.len, &n) != 0)
 				return -1;
 			for (q = f.p, qend = f.p + f.len; q < qend;)
 				pprof_scan_comment(s,
-				    (int64_t)pprof_scan_packed_next(&q));
+				    (int64_t)pprof_scan_wire_packed_next(&q));
 			break;
 		case SCAN_P_DEFAULT_SAMPLE_TYPE:
 			s->default_sample_type = (int64_t)f.v;
@@ -874,7 +685,7 @@ pprof_scan_location_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	size_t			 j = 0, bad_j = SIZE_MAX;
 
 	/* Pass 1 checked the wire format. */
-	while (pprof_scan_next(&p, end, &f) > 0) {
+	while (pprof_scan_wire_next(&p, end, &f) > 0) {
 		if (f.num == 1)
 			id = f.v;
 		else if (f.num == 2)
@@ -908,7 +719,7 @@ pprof_scan_sample_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	uint64_t		 v;
 	size_t			 j = 0;
 
-	while (pprof_scan_next(&p, end, &f) > 0) {
+	while (pprof_scan_wire_next(&p, end, &f) > 0) {
 		if (f.num != 1)
 			continue;
 		if (f.wt == SCAN_VARINT) {
@@ -921,7 +732,7 @@ pprof_scan_sample_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 		q = f.p;
 		qend = f.p + f.len;
 		while (q < qend) {
-			v = pprof_scan_packed_next(&q);
+			v = pprof_scan_wire_packed_next(&q);
 			if (!pprof_scan_ids_has(&s->locations, v))
 				goto bad;
 			j++;
@@ -941,7 +752,7 @@ pprof_scan_pass2(struct scan *s)
 	struct scan_field	 f;
 	size_t			 i_s = 0, i_l = 0;
 
-	while (pprof_scan_next(&p, s->end, &f) > 0) {
+	while (pprof_scan_wire_next(&p, s->end, &f) > 0) {
 		if (f.num == SCAN_P_SAMPLE)
 			pprof_scan_sample_refs(s, i_s++, f.p, f.len);
 		else if (f.num == SCAN_P_LOCATION)
@@ -957,18 +768,15 @@ pprof_scan_string(const struct scan *s, int64_t idx, size_t *len)
 	uint64_t	 v;
 	size_t		 n;
 
-	n = pprof_scan_varint(hdr, s->end, 5, &v);
+	n = pprof_scan_wire_varint(hdr, s->end, 5, &v);
 	*len = (size_t)v;
 	if ((nul = memchr(hdr + n, '\0', *len)) != NULL)
 		*len = (size_t)(nul - (hdr + n));
 	return hdr + n;
 }
 
-/*
- * Fills *sum like pprof_summarize(), for either pass: str(ctx, j) gives
- * the type (j = 2i) and unit (j = 2i + 1) strings of sample type i.
- */
-static void
+/* Fills *sum like pprof_summarize(), for either path (see the header). */
+void
 pprof_scan_summary_fill(struct pprof_summary *sum, size_t n_types,
     const uint8_t *(*str)(const void *ctx, size_t j, size_t *len),
     const void *ctx, int64_t samples, int64_t time_nanos,
@@ -1024,647 +832,11 @@ pprof_scan_bits_words(size_t n)
 {
 	return (4 * n + 4) / 64 + 1;
 }
-
-/*
- * The fast path. Real profiles are valid, and the profilers that write
- * them number mappings, functions and locations 1, 2, 3, ... in the order
- * they write them. For those, one pass over the bytes with no allocation
- * proves validity: ids are checked against their position as they come, so
- * every reference only has to fall in 1..n, and every string index only
- * below the string count, which the pass keeps as maxima to compare at the
- * end. It reads only the canonical wire forms (one-byte keys, known fields
- * with their usual wire types); at anything else, or at any sign of a
- * problem, it gives up and the exact passes above decide and explain, so a
- * profile it accepts is one they accept too, with the same summary.
- */
-
-/* Sample types and leading strings the fast path keeps for the summary. */
-#define SCAN_FAST_TYPES	16
-#define SCAN_FAST_STRS	64
-
-/* What the fast pass gathers. */
-struct scan_fast {
-	size_t		 n_sample_type, n_sample, n_string;
-	size_t		 n_mapping, n_function, n_location;
-	size_t		 n_value;	/* values per sample, the same for all */
-	uint64_t	 str_max;	/* largest string index (unsigned) */
-	uint64_t	 loc_max;	/* largest location id - 1 of a sample */
-	int		 loc_any;	/* some sample names a location */
-	uint64_t	 map_max, fn_max; /* largest nonzero references */
-	uint64_t	 drop_frames, keep_frames, default_sample_type;
-	uint64_t	 doc_url, time_nanos, duration_nanos;
-	int		 have_period;
-	uint64_t	 period_type, period_unit;
-	uint64_t	 st[2 * SCAN_FAST_TYPES];
-	const uint8_t	*str_p[SCAN_FAST_STRS];
-	size_t		 str_len[SCAN_FAST_STRS];
-};
-
-/* Folds v into the maximum *m. */
-#define SCAN_MAX(m, v)	do { if ((v) > (m)) (m) = (v); } while (0)
-
-/* Reads a varint at p (p < end) byte by byte: the byte after, NULL if bad. */
-static __attribute__((noinline)) const uint8_t *
-pprof_scan_fast_varint_loop(const uint8_t *p, const uint8_t *end, uint64_t *v)
-{
-	size_t	n;
-
-	if ((n = pprof_scan_varint(p, end, 10, v)) == 0)
-		return NULL;
-	return p + n;
-}
-
-/*
- * Reads a varint of any length at p (p < end): the byte after it, or NULL
- * if bad. Up to 8 bytes without a loop: the 7-bit groups of a little-endian
- * word are squeezed together in three steps.
- */
-static inline __attribute__((always_inline)) const uint8_t *
-pprof_scan_fast_varint_long(const uint8_t *p, const uint8_t *end, uint64_t *v)
-{
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	uint64_t	w, stops;
-	unsigned	n;
-
-	if (__builtin_expect(end - p >= 8, 1)) {
-		memcpy(&w, p, sizeof w);
-		if ((stops = ~w & SCAN_TOP_BITS) != 0) {
-			n = (unsigned)__builtin_ctzll(stops) / 8 + 1;
-			if (n < 8)
-				w &= ((uint64_t)1 << (8 * n)) - 1;
-			w &= 0x7f7f7f7f7f7f7f7fULL;
-			w = (w & 0x007f007f007f007fULL) |
-			    ((w & 0x7f007f007f007f00ULL) >> 1);
-			w = (w & 0x00003fff00003fffULL) |
-			    ((w & 0x3fff00003fff0000ULL) >> 2);
-			w = (w & 0x000000000fffffffULL) |
-			    ((w & 0x0fffffff00000000ULL) >> 4);
-			*v = w;
-			return p + n;
-		}
-	}
-#endif
-	return pprof_scan_fast_varint_loop(p, end, v);
-}
-
-/* pprof_scan_fast_varint_long() out of line, for the rare long varints. */
-static __attribute__((noinline)) const uint8_t *
-pprof_scan_fast_varint_rare(const uint8_t *p, const uint8_t *end, uint64_t *v)
-{
-	return pprof_scan_fast_varint_long(p, end, v);
-}
-
-/*
- * Reads a varint at p (p < end); the byte after it, or NULL if bad. One or
- * two bytes, the most common lengths, without a branch on which.
- */
-static inline __attribute__((always_inline)) const uint8_t *
-pprof_scan_fast_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t	b0, b1, c;
-
-	if (__builtin_expect(end - p >= 2, 1)) {
-		b0 = p[0];
-		b1 = p[1];
-		c = b0 >> 7;
-		if (__builtin_expect((c & (b1 >> 7)) == 0, 1)) {
-			*v = (b0 & 0x7f) | ((b1 << 7) & (0 - c));
-			return p + 1 + c;
-		}
-	} else if (*p < 0x80) {
-		*v = *p;
-		return p + 1;
-	}
-	return pprof_scan_fast_varint_rare(p, end, v);
-}
-
-/*
- * Reads a length prefix at p (p < end) and checks that the payload fits:
- * the payload, or NULL if bad. *pend: OUT the payload's end.
- */
-static inline __attribute__((always_inline)) const uint8_t *
-pprof_scan_fast_len(const uint8_t *p, const uint8_t *end, const uint8_t **pend)
-{
-	uint64_t	v;
-	size_t		n;
-
-	if (*p < 0x80) {
-		v = *p++;
-	} else {
-		if ((n = pprof_scan_varint(p, end, 5, &v)) == 0)
-			return NULL;
-		p += n;
-	}
-	if (v > (uint64_t)(end - p))
-		return NULL;
-	*pend = p + v;
-	return p;
-}
-
-/* Reads the next varint of a message ending at end into v, or gives up. */
-#define SCAN_FAST_VARINT(q, end, v) do {				\
-	if ((q) >= (end) ||						\
-	    ((q) = pprof_scan_fast_varint((q), (end), &(v))) == NULL)	\
-		return 0;						\
-} while (0)
-
-/* SCAN_FAST_VARINT for a field whose values are usually long. */
-#define SCAN_FAST_VARINT_LONG(q, end, v) do {				\
-	if ((q) >= (end) ||						\
-	    ((q) = pprof_scan_fast_varint_long((q), (end), &(v))) ==	\
-	    NULL)							\
-		return 0;						\
-} while (0)
-
-/* True if the next key of a message ending at end is k (and skips it). */
-#define SCAN_FAST_KEY(q, end, k)	((q) < (end) && *(q) == (k) && ++(q))
-
-/* Reads the next length-delimited payload [r, rend), or gives up. */
-#define SCAN_FAST_LEN(q, end, r, rend) do {				\
-	if ((q) >= (end) ||						\
-	    ((r) = pprof_scan_fast_len((q), (end), &(rend))) == NULL)	\
-		return 0;						\
-	(q) = (rend);							\
-} while (0)
-
-/* A ValueType; 0 to give up. */
-static int
-pprof_scan_fast_value_type(const uint8_t *q, const uint8_t *end, uint64_t *type,
-    uint64_t *unit)
-{
-	*type = *unit = 0;
-	while (q < end) {
-		switch (*q++) {
-		case 0x08:
-			SCAN_FAST_VARINT(q, end, *type);
-			break;
-		case 0x10:
-			SCAN_FAST_VARINT(q, end, *unit);
-			break;
-		default:
-			return 0;
-		}
-	}
-	return 1;
-}
-
-/* A Label: its string indices; 0 to give up. */
-static int
-pprof_scan_fast_label(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
-{
-	uint64_t	v;
-
-	while (q < end) {
-		switch (*q++) {
-		case 0x08:	/* key */
-		case 0x10:	/* str */
-		case 0x20:	/* num_unit */
-			SCAN_FAST_VARINT(q, end, v);
-			SCAN_MAX(x->str_max, v);
-			break;
-		case 0x18:	/* num */
-			SCAN_FAST_VARINT(q, end, v);
-			break;
-		default:
-			return 0;
-		}
-	}
-	return 1;
-}
-
-/*
- * Decodes the next id of a packed run (r < rend, ids end before rend)
- * into the maximum m of id - 1; gives up at a bad varint. One or two
- * bytes without a branch on which; a byte past the id may be read, never
- * past rend.
- */
-#define SCAN_FAST_LOC_ID(r, rend, m) do {				\
-	uint64_t	b0_, b1_, c_, v_;				\
-									\
-	b0_ = (r)[0];							\
-	b1_ = (rend) - (r) >= 2 ? (r)[1] : 0x80;			\
-	c_ = b0_ >> 7;							\
-	if (__builtin_expect((c_ & (b1_ >> 7)) == 0, 1)) {		\
-		v_ = (b0_ & 0x7f) | ((b1_ << 7) & (0 - c_));		\
-		(r) += 1 + c_;						\
-	} else if (((r) = pprof_scan_fast_varint_rare((r), (rend),	\
-	    &v_)) == NULL)						\
-		return 0;						\
-	v_--;	/* id 0 becomes the largest */				\
-	SCAN_MAX(m, v_);						\
-} while (0)
-
-/*
- * The location ids of a sample, packed, into the maximum *mp of id - 1;
- * 0 to give up. Each id's position depends on the one before's length, so
- * a long run is cut in two at an id boundary past its middle, and the
- * halves are decoded in step: two chains of loads instead of one.
- */
-static inline __attribute__((always_inline)) int
-pprof_scan_fast_loc_ids(const uint8_t *r, const uint8_t *rend, uint64_t *mp)
-{
-	const uint8_t	*h, *mid;
-	uint64_t	 m = *mp, m2 = 0;
-
-	if (rend - r >= 32) {
-		/* h: the first id starting at or after the middle. */
-		for (h = mid = r + (rend - r) / 2; h < rend && h[-1] >= 0x80;
-		    h++)
-			if (h - mid >= 10)
-				break;
-		if (h - mid < 10 && h < rend) {
-			/* [r, mid) and [mid, rend) from here on. */
-			mid = h;
-			while (r < mid && h < rend) {
-				SCAN_FAST_LOC_ID(r, mid, m);
-				SCAN_FAST_LOC_ID(h, rend, m2);
-			}
-			while (h < rend)
-				SCAN_FAST_LOC_ID(h, rend, m2);
-			rend = mid;
-			SCAN_MAX(m, m2);
-		}
-	}
-	while (r < rend)
-		SCAN_FAST_LOC_ID(r, rend, m);
-	*mp = m;
-	return 1;
-}
-
-/* A Sample: value count, location ids, labels; 0 to give up. */
-static int
-pprof_scan_fast_sample(struct scan_fast *x, const uint8_t *q,
-    const uint8_t *end)
-{
-	const uint8_t	*r, *rend;
-	uint64_t	 v, m = x->loc_max;
-	size_t		 nv = 0, n;
-
-	/* The order profilers write, without a dispatch per field. */
-	if (SCAN_FAST_KEY(q, end, 0x0a)) {
-		SCAN_FAST_LEN(q, end, r, rend);
-		if (r != rend)
-			x->loc_any = 1;
-		if (!pprof_scan_fast_loc_ids(r, rend, &m))
-			return 0;
-	}
-	while (SCAN_FAST_KEY(q, end, 0x10)) {
-		SCAN_FAST_VARINT_LONG(q, end, v);
-		nv++;
-	}
-	while (q < end) {
-		switch (*q++) {
-		case 0x0a:	/* location_id, packed */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (r != rend)
-				x->loc_any = 1;
-			if (!pprof_scan_fast_loc_ids(r, rend, &m))
-				return 0;
-			break;
-		case 0x08:	/* location_id */
-			SCAN_FAST_VARINT(q, end, v);
-			x->loc_any = 1;
-			v--;
-			SCAN_MAX(m, v);
-			break;
-		case 0x10:	/* value */
-			SCAN_FAST_VARINT_LONG(q, end, v);
-			nv++;
-			break;
-		case 0x12:	/* value, packed */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (pprof_scan_packed_count(r, (size_t)(rend - r),
-			    &n) != 0)
-				return 0;
-			nv += n;
-			break;
-		case 0x1a:	/* label */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!pprof_scan_fast_label(x, r, rend))
-				return 0;
-			break;
-		default:
-			return 0;
-		}
-	}
-	x->loc_max = m;
-	if (x->n_sample++ == 0)
-		x->n_value = nv;
-	else if (nv != x->n_value)
-		return 0;	/* one of them is wrong */
-	return 1;
-}
-
-/* A Mapping: its id must be the next one; 0 to give up. */
-static int
-pprof_scan_fast_mapping(struct scan_fast *x, const uint8_t *q,
-    const uint8_t *end)
-{
-	uint64_t	v, id = 0;
-
-	while (q < end) {
-		switch (*q++) {
-		case 0x08:	/* id */
-			SCAN_FAST_VARINT(q, end, id);
-			break;
-		case 0x28:	/* filename */
-		case 0x30:	/* build_id */
-			SCAN_FAST_VARINT(q, end, v);
-			SCAN_MAX(x->str_max, v);
-			break;
-		case 0x10:	/* memory_start, memory_limit, file_offset */
-		case 0x18:
-		case 0x20:
-		case 0x38:	/* has_functions ... has_inline_frames */
-		case 0x40:
-		case 0x48:
-		case 0x50:
-			SCAN_FAST_VARINT(q, end, v);
-			break;
-		default:
-			return 0;
-		}
-	}
-	return id == ++x->n_mapping;
-}
-
-/* A Line: its function reference into the maximum *fm; 0 to give up. */
-static inline __attribute__((always_inline)) int
-pprof_scan_fast_line(uint64_t *fm, const uint8_t *q, const uint8_t *end)
-{
-	uint64_t	v;
-
-	if (SCAN_FAST_KEY(q, end, 0x08)) {
-		SCAN_FAST_VARINT(q, end, v);
-		SCAN_MAX(*fm, v);
-	}
-	if (SCAN_FAST_KEY(q, end, 0x10))
-		SCAN_FAST_VARINT(q, end, v);
-	while (q < end) {
-		switch (*q++) {
-		case 0x08:	/* function_id */
-			SCAN_FAST_VARINT(q, end, v);
-			SCAN_MAX(*fm, v);
-			break;
-		case 0x10:	/* line, column */
-		case 0x18:
-			SCAN_FAST_VARINT(q, end, v);
-			break;
-		default:
-			return 0;
-		}
-	}
-	return 1;
-}
-
-/* A Location: its id must be the next one; 0 to give up. */
-static int
-pprof_scan_fast_location(struct scan_fast *x, const uint8_t *q,
-    const uint8_t *end)
-{
-	const uint8_t	*r, *rend;
-	uint64_t	 v, id = 0, fm = x->fn_max;
-
-	/* The order profilers write, without a dispatch per field. */
-	if (SCAN_FAST_KEY(q, end, 0x08))
-		SCAN_FAST_VARINT(q, end, id);
-	if (SCAN_FAST_KEY(q, end, 0x10)) {
-		SCAN_FAST_VARINT(q, end, v);
-		SCAN_MAX(x->map_max, v);
-	}
-	if (SCAN_FAST_KEY(q, end, 0x18))
-		SCAN_FAST_VARINT_LONG(q, end, v);
-	while (SCAN_FAST_KEY(q, end, 0x22)) {
-		SCAN_FAST_LEN(q, end, r, rend);
-		if (!pprof_scan_fast_line(&fm, r, rend))
-			return 0;
-	}
-	while (q < end) {
-		switch (*q++) {
-		case 0x08:	/* id */
-			SCAN_FAST_VARINT(q, end, id);
-			break;
-		case 0x10:	/* mapping_id */
-			SCAN_FAST_VARINT(q, end, v);
-			SCAN_MAX(x->map_max, v);
-			break;
-		case 0x18:	/* address */
-		case 0x28:	/* is_folded */
-			SCAN_FAST_VARINT(q, end, v);
-			break;
-		case 0x22:	/* line */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!pprof_scan_fast_line(&fm, r, rend))
-				return 0;
-			break;
-		default:
-			return 0;
-		}
-	}
-	x->fn_max = fm;
-	return id == ++x->n_location;
-}
-
-/* A Function: its id must be the next one; 0 to give up. */
-static int
-pprof_scan_fast_function(struct scan_fast *x, const uint8_t *q,
-    const uint8_t *end)
-{
-	uint64_t	v, id = 0, sm = x->str_max;
-
-	/* The order profilers write, without a dispatch per field. */
-	if (SCAN_FAST_KEY(q, end, 0x08))
-		SCAN_FAST_VARINT(q, end, id);
-	if (SCAN_FAST_KEY(q, end, 0x10)) {
-		SCAN_FAST_VARINT(q, end, v);
-		SCAN_MAX(sm, v);
-	}
-	if (SCAN_FAST_KEY(q, end, 0x18)) {
-		SCAN_FAST_VARINT(q, end, v);
-		SCAN_MAX(sm, v);
-	}
-	if (SCAN_FAST_KEY(q, end, 0x20)) {
-		SCAN_FAST_VARINT(q, end, v);
-		SCAN_MAX(sm, v);
-	}
-	if (SCAN_FAST_KEY(q, end, 0x28))
-		SCAN_FAST_VARINT(q, end, v);
-	x->str_max = sm;
-	while (q < end) {
-		switch (*q++) {
-		case 0x08:	/* id */
-			SCAN_FAST_VARINT(q, end, id);
-			break;
-		case 0x10:	/* name, system_name, filename */
-		case 0x18:
-		case 0x20:
-			SCAN_FAST_VARINT(q, end, v);
-			SCAN_MAX(x->str_max, v);
-			break;
-		case 0x28:	/* start_line */
-			SCAN_FAST_VARINT(q, end, v);
-			break;
-		default:
-			return 0;
-		}
-	}
-	return id == ++x->n_function;
-}
-
-/* The fast pass over a whole profile: 1 valid, 0 to give up. */
-static int
-pprof_scan_fast_pass(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
-{
-	const uint8_t	*r, *rend;
-	uint64_t	 v;
-	size_t		 i;
-
-	while (q < end) {
-		switch (*q++) {
-		case 0x0a:	/* sample_type */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if ((i = x->n_sample_type++) >= SCAN_FAST_TYPES ||
-			    !pprof_scan_fast_value_type(r, rend, &x->st[2 * i],
-			    &x->st[2 * i + 1]))
-				return 0;
-			break;
-		case 0x12:	/* sample */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!pprof_scan_fast_sample(x, r, rend))
-				return 0;
-			break;
-		case 0x1a:	/* mapping */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!pprof_scan_fast_mapping(x, r, rend))
-				return 0;
-			break;
-		case 0x22:	/* location */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!pprof_scan_fast_location(x, r, rend))
-				return 0;
-			break;
-		case 0x2a:	/* function */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!pprof_scan_fast_function(x, r, rend))
-				return 0;
-			break;
-		case 0x32:	/* string_table */
-			SCAN_FAST_LEN(q, end, r, rend);
-			i = x->n_string++;
-			if (i == 0 && r != rend && r[0] != '\0')
-				return 0;	/* entry 0 is not empty */
-			if (i < SCAN_FAST_STRS) {
-				x->str_p[i] = r;
-				x->str_len[i] = (size_t)(rend - r);
-			}
-			break;
-		case 0x38:
-			SCAN_FAST_VARINT(q, end, x->drop_frames);
-			break;
-		case 0x40:
-			SCAN_FAST_VARINT(q, end, x->keep_frames);
-			break;
-		case 0x48:
-			SCAN_FAST_VARINT(q, end, x->time_nanos);
-			break;
-		case 0x50:
-			SCAN_FAST_VARINT(q, end, x->duration_nanos);
-			break;
-		case 0x5a:	/* period_type */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!pprof_scan_fast_value_type(r, rend,
-			    &x->period_type, &x->period_unit))
-				return 0;
-			x->have_period = 1;
-			break;
-		case 0x60:	/* period */
-			SCAN_FAST_VARINT(q, end, v);
-			break;
-		case 0x68:	/* comment */
-			SCAN_FAST_VARINT(q, end, v);
-			SCAN_MAX(x->str_max, v);
-			break;
-		case 0x6a:	/* comment, packed */
-			SCAN_FAST_LEN(q, end, r, rend);
-			while (r < rend) {
-				SCAN_FAST_VARINT(r, rend, v);
-				SCAN_MAX(x->str_max, v);
-			}
-			break;
-		case 0x70:
-			SCAN_FAST_VARINT(q, end, x->default_sample_type);
-			break;
-		case 0x78:
-			SCAN_FAST_VARINT(q, end, x->doc_url);
-			break;
-		default:
-			return 0;
-		}
-	}
-
-	/* What pprof_validate() checks, all at once. */
-	if (x->n_string == 0)
-		return 0;
-	SCAN_MAX(x->str_max, x->drop_frames);
-	SCAN_MAX(x->str_max, x->keep_frames);
-	SCAN_MAX(x->str_max, x->default_sample_type);
-	SCAN_MAX(x->str_max, x->doc_url);
-	if (x->have_period) {
-		SCAN_MAX(x->str_max, x->period_type);
-		SCAN_MAX(x->str_max, x->period_unit);
-	}
-	for (i = 0; i < 2 * x->n_sample_type; i++) {
-		/* The summary needs these strings. */
-		if (x->st[i] >= SCAN_FAST_STRS)
-			return 0;
-		SCAN_MAX(x->str_max, x->st[i]);
-	}
-	if (x->str_max >= x->n_string)
-		return 0;
-	if (x->n_sample != 0 && (x->n_sample_type == 0 ||
-	    x->n_value != x->n_sample_type))
-		return 0;
-	if (x->loc_any && x->loc_max >= x->n_location)
-		return 0;
-	return x->map_max <= x->n_mapping && x->fn_max <= x->n_function;
-}
-
-/* String i of the fast pass (i < SCAN_FAST_STRS) up to its first NUL. */
-static const uint8_t *
-pprof_scan_fast_string(const struct scan_fast *x, size_t i, size_t *len)
-{
-	const uint8_t	*nul;
-
-	*len = x->str_len[i];
-	if (*len != 0 && (nul = memchr(x->str_p[i], '\0', *len)) != NULL)
-		*len = (size_t)(nul - x->str_p[i]);
-	return x->str_p[i];
-}
-
-/* Sample type string j of the fast pass (see pprof_scan_summary_fill). */
-static const uint8_t *
-pprof_scan_fast_type_string(const void *ctx, size_t j, size_t *len)
-{
-	const struct scan_fast *x = ctx;
-
-	return pprof_scan_fast_string(x, x->st[j], len);
-}
-
-/* Fills *sum like pprof_summarize() after a successful fast pass. */
-static void
-pprof_scan_fast_summarize(const struct scan_fast *x, struct pprof_summary *sum)
-{
-	pprof_scan_summary_fill(sum, x->n_sample_type,
-	    pprof_scan_fast_type_string, x, (int64_t)x->n_sample,
-	    (int64_t)x->time_nanos, (int64_t)x->duration_nanos);
-}
-
 /* Checks and summarizes raw bytes; try_fast: the fast path first. */
 static int
 pprof_scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
     char **cause, int try_fast)
 {
-	struct scan_fast fast;
 	struct scan	 s;
 	uint64_t	*scratch = NULL, *w;
 	size_t		 words;
@@ -1672,12 +844,8 @@ pprof_scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
 
 	if (sum != NULL)
 		memset(sum, 0, sizeof *sum);
-	memset(&fast, 0, sizeof fast);
-	if (try_fast && pprof_scan_fast_pass(&fast, raw, raw + len)) {
-		if (sum != NULL)
-			pprof_scan_fast_summarize(&fast, sum);
+	if (try_fast && pprof_scan_fast_check(raw, len, sum))
 		return 0;
-	}
 	memset(&s, 0, sizeof s);
 	s.raw = raw;
 	s.end = raw + len;
