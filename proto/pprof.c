@@ -35,25 +35,6 @@
 /* First inflate buffer for a gzip body: a guess at the inflated size. */
 #define PPROF_INFLATE_MIN	(64 * 1024)
 
-/* Arena chunks: the first is small, later ones double up to the cap. */
-#define PPROF_ARENA_FIRST	(64 * 1024)
-#define PPROF_ARENA_CAP		(4 * 1024 * 1024)
-#define PPROF_ARENA_ALIGN	16
-
-/* One block of arena memory; data follows the header. */
-struct pprof_arena_chunk {
-	struct pprof_arena_chunk	*next;
-	size_t				 used;
-	size_t				 size;
-};
-
-/* A protobuf-c allocator that frees everything at once. */
-struct pprof_arena {
-	ProtobufCAllocator		 alloc;	/* first: the public handle */
-	struct pprof_arena_chunk	*head;
-	size_t				 next_size;
-};
-
 /* One id of an id table kept sorted for binary search. */
 struct pprof_id_ent {
 	uint64_t	id;
@@ -342,94 +323,6 @@ pprof_free(pprof_profile_t *p, ProtobufCAllocator *alloc)
 {
 	if (p != NULL)
 		perftools__profiles__profile__free_unpacked(p, alloc);
-}
-
-/* Rounds n up to the arena alignment. */
-static inline size_t
-pprof_arena_round(size_t n)
-{
-	return (n + PPROF_ARENA_ALIGN - 1) & ~(size_t)(PPROF_ARENA_ALIGN - 1);
-}
-
-/* Header size of a chunk, rounded so data stays aligned. */
-#define PPROF_ARENA_HDR	pprof_arena_round(sizeof(struct pprof_arena_chunk))
-
-/* Carves n bytes out of the arena (protobuf-c alloc callback). */
-static void *
-pprof_arena_alloc(void *data, size_t n)
-{
-	struct pprof_arena		*a = data;
-	struct pprof_arena_chunk	*c = a->head;
-	size_t				 size;
-	void				*p;
-
-	if (n > SIZE_MAX / 2)
-		return NULL;
-	n = pprof_arena_round(n != 0 ? n : 1);
-	if (c == NULL || c->size - c->used < n) {
-		if (n > a->next_size / 4) {
-			/* Big: a chunk of its own, behind the current one. */
-			c = xmalloc(PPROF_ARENA_HDR + n);
-			c->size = c->used = PPROF_ARENA_HDR + n;
-			if (a->head != NULL) {
-				c->next = a->head->next;
-				a->head->next = c;
-			} else {
-				c->next = NULL;
-				a->head = c;
-			}
-			return (uint8_t *)c + PPROF_ARENA_HDR;
-		}
-		size = a->next_size;
-		if (a->next_size < PPROF_ARENA_CAP)
-			a->next_size *= 2;
-		c = xmalloc(size);
-		c->size = size;
-		c->used = PPROF_ARENA_HDR;
-		c->next = a->head;
-		a->head = c;
-	}
-	p = (uint8_t *)c + c->used;
-	c->used += n;
-	return p;
-}
-
-/* Frees nothing: arena memory goes back in pprof_arena_free(). */
-static void
-pprof_arena_release(void *data, void *p)
-{
-	(void)data;
-	(void)p;
-}
-
-/* Creates a bump allocator for pprof_decode/pprof_load. */
-ProtobufCAllocator *
-pprof_arena_new(void)
-{
-	struct pprof_arena	*a = xcalloc(1, sizeof *a);
-
-	a->alloc.alloc = pprof_arena_alloc;
-	a->alloc.free = pprof_arena_release;
-	a->alloc.allocator_data = a;
-	a->next_size = PPROF_ARENA_FIRST;
-	return &a->alloc;
-}
-
-/* Frees an arena and every profile decoded with it; NULL is fine. */
-void
-pprof_arena_free(ProtobufCAllocator *alloc)
-{
-	struct pprof_arena		*a;
-	struct pprof_arena_chunk	*c, *next;
-
-	if (alloc == NULL)
-		return;
-	a = alloc->allocator_data;
-	for (c = a->head; c != NULL; c = next) {
-		next = c->next;
-		free(c);
-	}
-	free(a);
 }
 
 /* True if idx is a valid index into p's string table. */

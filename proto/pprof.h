@@ -31,22 +31,14 @@ int	pprof_inflate(const uint8_t *in, size_t len, size_t max, uint8_t **out,
 	    size_t *outlen, char **cause);
 
 /*
- * Decodes a raw (inflated) protobuf. alloc may be NULL (malloc).
+ * Decodes a raw (inflated) protobuf. alloc may be NULL (malloc), or a
+ * common/arena.h arena's arena_allocator() to free it all at once.
  * Returns NULL and sets *cause if the bytes are not a Profile message.
  * Free with pprof_free(p, alloc).
  */
 pprof_profile_t	*pprof_decode(const uint8_t *raw, size_t len,
 		    ProtobufCAllocator *alloc, char **cause);
 void		 pprof_free(pprof_profile_t *, ProtobufCAllocator *alloc);
-
-/*
- * A bump allocator for pprof_decode/pprof_load: decoding into it is about
- * 40% faster than malloc; pprof_free(p, arena) frees nothing and
- * pprof_arena_free() releases every profile decoded into the arena. Use one
- * arena per thread.
- */
-ProtobufCAllocator	*pprof_arena_new(void);
-void			 pprof_arena_free(ProtobufCAllocator *);
 
 /*
  * Checks the references inside a decoded profile: string indices, ids of

@@ -4,17 +4,18 @@
  * protobuf_c_message_unpack() builds every Sample, Location and Line only
  * for pprof_check() to throw them away, and was the daemon's top CPU cost.
  * pprof_scan() reads the wire format in place instead. First a fast path
- * (see scan_fast_pass below): one pass, no allocation, for profiles in the
+ * (pprof_scan_fast.c): one pass, no allocation, for profiles in the
  * canonical form profilers write, which it either accepts or hands over
  * untouched. Everything else, every refusal included, gets the exact
- * passes, three over the top-level fields, which may come in any order and
- * interleave:
+ * passes of this file, three over the top-level fields, which may come in
+ * any order and interleave:
  *
  *   0. count the repeated fields, so one scratch block can hold the string
  *      table (a pointer per string), the sample types and the ids;
  *   1. check the wire format of everything, down to packed varints, exactly
- *      as protobuf-c 1.4 does (see below), record the ids, and check every
- *      string index and the value count of every sample;
+ *      as protobuf-c 1.4 does (see proto/pprof_scan_wire.h), record the
+ *      ids, and check every string index and the value count of every
+ *      sample;
  *   2. once the id tables are built (a bitmap when ids are dense, as they
  *      usually are, a sorted array otherwise), check every location,
  *      function and mapping reference.
@@ -25,19 +26,6 @@
  * order and the lowest ranked one is reported, so causes are the same
  * texts for the same inputs. A wire-format error anywhere wins over all of
  * them, as a failed unpack does.
- *
- * Wire rules of protobuf-c 1.4.1 (protobuf-c.c, and probed against the
- * installed library): a key takes at most 5 bytes and its first byte must
- * not be below 8 (field 0); an overlong key of field 0 such as 80 00
- * passes there, but profd refuses field 0 in any form (see scan_next);
- * unknown field numbers are skipped; wire types 3, 4, 6 and 7
- * fail; a varint takes at most 10 bytes (bits past 64 are dropped); a length
- * prefix takes at most 5 bytes and must not run past the end; a known
- * scalar field needs the varint wire type, except that a repeated one may
- * also come packed (both forms may mix), and bool fields take any wire
- * type; message and string fields need a length prefix; a singular field
- * given twice keeps its last value (for period_type, whose fields are all
- * scalars, protobuf-c's merge also leaves the last one's values).
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -47,12 +35,7 @@
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 #include "proto/pprof_scan.h"
-
-/* The wire types protobuf-c accepts. */
-#define SCAN_VARINT	0
-#define SCAN_I64	1
-#define SCAN_LEN	2
-#define SCAN_I32	5
+#include "proto/pprof_scan_wire.h"
 
 /* Field numbers of Profile (proto/profile.proto). */
 enum scan_profile_field {
@@ -99,16 +82,6 @@ enum scan_cat {
 /* Second part: which check of the object, then index inside it. */
 #define SCAN_SUB(sub, j)	(((uint64_t)(sub) << 56) | (uint64_t)(j))
 
-/* One field as read off the wire. */
-struct scan_field {
-	uint32_t	 num;
-	unsigned	 wt;
-	uint64_t	 v;	/* SCAN_VARINT: the value */
-	const uint8_t	*hdr;	/* SCAN_LEN: the length prefix */
-	const uint8_t	*p;	/* SCAN_LEN: the payload */
-	size_t		 len;
-};
-
 /* The ids of mappings, functions or locations. */
 struct scan_ids {
 	uint64_t	*ids;	/* by index; sorted if bits is NULL */
@@ -137,171 +110,10 @@ struct scan {
 	struct scan_ids	  mappings, functions, locations;
 	struct scan_err	  err;
 };
-
-/* Reads a varint of at most max bytes; returns its length, 0 if bad. */
-static inline __attribute__((always_inline)) size_t
-scan_varint(const uint8_t *p, const uint8_t *end, size_t max, uint64_t *v)
-{
-	size_t		avail = (size_t)(end - p), i;
-	uint64_t	r = 0;
-
-	if (avail >= 10) {
-		/* No bounds to watch: the common case, unrolled. */
-		for (i = 0; i < max; i++) {
-			r |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-			if ((p[i] & 0x80) == 0) {
-				*v = r;
-				return i + 1;
-			}
-		}
-		*v = 0;
-		return 0;
-	}
-	if (avail < max)
-		max = avail;
-	for (i = 0; i < max; i++) {
-		r |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-		if ((p[i] & 0x80) == 0) {
-			*v = r;
-			return i + 1;
-		}
-	}
-	*v = 0;
-	return 0;
-}
-
-/* Reads the field at *pp: 1 got one, 0 end of message, -1 malformed. */
-static inline __attribute__((always_inline)) int
-scan_next(const uint8_t **pp, const uint8_t *end, struct scan_field *f)
-{
-	const uint8_t	*p = *pp;
-	uint64_t	 v;
-	size_t		 n;
-
-	f->v = 0;
-	f->hdr = f->p = NULL;
-	f->len = 0;
-	if (p == end)
-		return 0;
-	if (*p < 0x80) {
-		/* protobuf-c refuses a first key byte < 8: field 0. */
-		if (*p < 8)
-			return -1;
-		v = *p++;
-	} else {
-		if ((n = scan_varint(p, end, 5, &v)) == 0)
-			return -1;
-		p += n;
-	}
-	/* Field 0 is never valid. protobuf-c accepts it in an overlong key
-	 * (80 00), keeps it as an unknown field, and then packs it in the
-	 * one-byte form its own unpack refuses: refuse it in every form. */
-	if ((v >> 3) == 0)
-		return -1;
-	f->num = (uint32_t)(v >> 3);
-	f->wt = (unsigned)(v & 7);
-	switch (f->wt) {
-	case SCAN_VARINT:
-		if (p < end && *p < 0x80)
-			f->v = *p++;
-		else {
-			if ((n = scan_varint(p, end, 10, &f->v)) == 0)
-				return -1;
-			p += n;
-		}
-		break;
-	case SCAN_I64:
-		if (end - p < 8)
-			return -1;
-		p += 8;
-		break;
-	case SCAN_LEN:
-		f->hdr = p;
-		if ((n = scan_varint(p, end, 5, &v)) == 0)
-			return -1;
-		p += n;
-		if (v > (uint64_t)(end - p))
-			return -1;
-		f->p = p;
-		f->len = (size_t)v;
-		p += v;
-		break;
-	case SCAN_I32:
-		if (end - p < 4)
-			return -1;
-		p += 4;
-		break;
-	default:
-		return -1;
-	}
-	*pp = p;
-	return 1;
-}
-
-/* The top bit of every byte of a 64-bit word. */
-#define SCAN_TOP_BITS	0x8080808080808080ULL
-
-/*
- * Counts the varints of a packed field; -1 if one is unterminated or longer
- * than 10 bytes (protobuf-c's scan_varint). Eight bytes at a time: a varint
- * ends at each byte whose top bit is clear, and a run of continuation bytes
- * can only reach 10 through a word's ends.
- */
-static inline int
-scan_packed_count(const uint8_t *p, size_t len, size_t *count)
-{
-	uint64_t	w, stops;
-	size_t		i = 0, n = 0, run = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		memcpy(&w, p + i, sizeof w);
-		stops = ~w & SCAN_TOP_BITS;	/* little endian: byte 0 low */
-		if (stops == 0) {
-			if ((run += 8) >= 10)
-				return -1;
-			continue;
-		}
-		/* Sums the stop bits, one per byte, into the top byte. */
-		n += (size_t)(((stops >> 7) * 0x0101010101010101ULL) >> 56);
-		if (run + (size_t)__builtin_ctzll(stops) / 8 >= 10)
-			return -1;
-		run = (size_t)__builtin_clzll(stops) / 8;
-	}
-	for (; i < len; i++) {
-		if (p[i] & 0x80) {
-			if (++run == 10)
-				return -1;
-		} else {
-			run = 0;
-			n++;
-		}
-	}
-	if (run != 0)
-		return -1;
-	*count = n;
-	return 0;
-}
-
-/* Decodes the next varint of a packed field pass 1 checked. */
-static inline uint64_t
-scan_packed_next(const uint8_t **pp)
-{
-	const uint8_t	*q = *pp;
-	uint64_t	 v, b = *q++;
-	unsigned	 shift;
-
-	v = b & 0x7f;
-	for (shift = 7; b & 0x80; shift += 7) {
-		b = *q++;
-		v |= (b & 0x7f) << shift;
-	}
-	*pp = q;
-	return v;
-}
-
 /* True if rank (a, b, c) is below the problem recorded so far. */
 static inline int
-scan_err_wins(const struct scan_err *e, uint64_t a, uint64_t b, uint64_t c)
+pprof_scan_err_wins(const struct scan_err *e, uint64_t a, uint64_t b,
+    uint64_t c)
 {
 	if (!e->set)
 		return 1;
@@ -314,12 +126,12 @@ scan_err_wins(const struct scan_err *e, uint64_t a, uint64_t b, uint64_t c)
 
 /* Records a problem of rank (a, b, c) if it is the lowest so far. */
 static void __attribute__((format(printf, 5, 6)))
-scan_bad(struct scan *s, uint64_t a, uint64_t b, uint64_t c,
+pprof_scan_bad(struct scan *s, uint64_t a, uint64_t b, uint64_t c,
     const char *fmt, ...)
 {
 	va_list	ap;
 
-	if (!scan_err_wins(&s->err, a, b, c))
+	if (!pprof_scan_err_wins(&s->err, a, b, c))
 		return;
 	free(s->err.cause);
 	va_start(ap, fmt);
@@ -333,7 +145,7 @@ scan_bad(struct scan *s, uint64_t a, uint64_t b, uint64_t c,
 
 /* True if idx is a valid string index. */
 static inline int
-scan_str_ok(const struct scan *s, int64_t idx)
+pprof_scan_str_ok(const struct scan *s, int64_t idx)
 {
 	return idx >= 0 && (uint64_t)idx < s->n_string;
 }
@@ -343,32 +155,32 @@ scan_str_ok(const struct scan *s, int64_t idx)
  * in pprof_validate()'s words.
  */
 static void __attribute__((format(printf, 6, 7)))
-scan_bad_str(struct scan *s, uint64_t a, uint64_t b, uint64_t c, int64_t idx,
-    const char *fmt, ...)
+pprof_scan_bad_str(struct scan *s, uint64_t a, uint64_t b, uint64_t c,
+    int64_t idx, const char *fmt, ...)
 {
 	va_list	 ap;
 	char	*what;
 
-	if (!scan_err_wins(&s->err, a, b, c))
+	if (!pprof_scan_err_wins(&s->err, a, b, c))
 		return;
 	va_start(ap, fmt);
 	what = xvasprintf(fmt, ap);
 	va_end(ap);
-	scan_bad(s, a, b, c, "%s string index %" PRId64 " out of range "
+	pprof_scan_bad(s, a, b, c, "%s string index %" PRId64 " out of range "
 	    "(%zu strings)", what, idx, s->n_string);
 	free(what);
 }
 
 /* Pass 0: counts the top-level fields and checks their wire types. */
 static int
-scan_count(struct scan *s, struct scan_ids *m, struct scan_ids *fn,
+pprof_scan_count(struct scan *s, struct scan_ids *m, struct scan_ids *fn,
     struct scan_ids *l)
 {
 	const uint8_t		*p = s->raw;
 	struct scan_field	 f;
 	int			 r;
 
-	while ((r = scan_next(&p, s->end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, s->end, &f)) > 0) {
 		switch (f.num) {
 		case SCAN_P_SAMPLE_TYPE:
 		case SCAN_P_SAMPLE:
@@ -421,14 +233,15 @@ scan_count(struct scan *s, struct scan_ids *m, struct scan_ids *fn,
 
 /* Reads a ValueType: type and unit, last value wins. */
 static int
-scan_value_type(const uint8_t *p, size_t len, int64_t *type, int64_t *unit)
+pprof_scan_value_type(const uint8_t *p, size_t len, int64_t *type,
+    int64_t *unit)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
 	int			 r;
 
 	*type = *unit = 0;
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		if (f.num != 1 && f.num != 2)
 			continue;
 		if (f.wt != SCAN_VARINT)
@@ -443,7 +256,8 @@ scan_value_type(const uint8_t *p, size_t len, int64_t *type, int64_t *unit)
 
 /* Checks a Label's wire format and strings: label j of sample i. */
 static int
-scan_label(struct scan *s, size_t i, size_t j, const uint8_t *p, size_t len)
+pprof_scan_label(struct scan *s, size_t i, size_t j, const uint8_t *p,
+    size_t len)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
@@ -452,7 +266,7 @@ scan_label(struct scan *s, size_t i, size_t j, const uint8_t *p, size_t len)
 	uint64_t		 b = SCAN_SUB(2, j);
 	int			 r;
 
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		if (f.num < 1 || f.num > 4)
 			continue;
 		if (f.wt != SCAN_VARINT)
@@ -466,42 +280,42 @@ scan_label(struct scan *s, size_t i, size_t j, const uint8_t *p, size_t len)
 	}
 	if (r < 0)
 		return -1;
-	if (!scan_str_ok(s, key))
-		scan_bad_str(s, a, b, 0, key, "sample %zu: label %zu: key", i,
-		    j);
-	if (!scan_str_ok(s, str))
-		scan_bad_str(s, a, b, 1, str, "sample %zu: label %zu: str", i,
-		    j);
-	if (!scan_str_ok(s, num_unit))
-		scan_bad_str(s, a, b, 2, num_unit,
+	if (!pprof_scan_str_ok(s, key))
+		pprof_scan_bad_str(s, a, b, 0, key,
+		    "sample %zu: label %zu: key", i, j);
+	if (!pprof_scan_str_ok(s, str))
+		pprof_scan_bad_str(s, a, b, 1, str,
+		    "sample %zu: label %zu: str", i, j);
+	if (!pprof_scan_str_ok(s, num_unit))
+		pprof_scan_bad_str(s, a, b, 2, num_unit,
 		    "sample %zu: label %zu: num_unit", i, j);
 	return 0;
 }
 
 /* Pass 1 of sample i: wire format, value count, label strings. */
 static int
-scan_sample(struct scan *s, size_t i, const uint8_t *p, size_t len)
+pprof_scan_sample(struct scan *s, size_t i, const uint8_t *p, size_t len)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
 	size_t			 n, n_value = 0, n_label = 0;
 	int			 r;
 
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		switch (f.num) {
 		case 1:
 		case 2:
 			if (f.wt == SCAN_VARINT)
 				n = 1;
 			else if (f.wt != SCAN_LEN ||
-			    scan_packed_count(f.p, f.len, &n) != 0)
+			    pprof_scan_wire_packed_count(f.p, f.len, &n) != 0)
 				return -1;
 			if (f.num == 2)
 				n_value += n;
 			break;
 		case 3:
 			if (f.wt != SCAN_LEN ||
-			    scan_label(s, i, n_label++, f.p, f.len) != 0)
+			    pprof_scan_label(s, i, n_label++, f.p, f.len) != 0)
 				return -1;
 			break;
 		}
@@ -509,7 +323,7 @@ scan_sample(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	if (r < 0)
 		return -1;
 	if (n_value != s->n_sample_type)
-		scan_bad(s, SCAN_RANK(SCAN_C_SAMPLE, i), 0, 0,
+		pprof_scan_bad(s, SCAN_RANK(SCAN_C_SAMPLE, i), 0, 0,
 		    "sample %zu: %zu values for %zu sample types", i, n_value,
 		    s->n_sample_type);
 	return 0;
@@ -517,7 +331,7 @@ scan_sample(struct scan *s, size_t i, const uint8_t *p, size_t len)
 
 /* Pass 1 of mapping i: wire format, id, strings. */
 static int
-scan_mapping(struct scan *s, size_t i, const uint8_t *p, size_t len)
+pprof_scan_mapping(struct scan *s, size_t i, const uint8_t *p, size_t len)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
@@ -525,7 +339,7 @@ scan_mapping(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	int64_t			 filename = 0, build_id = 0;
 	int			 r;
 
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		/* 7 to 10 are bools: protobuf-c takes any wire type. */
 		if (f.num < 1 || f.num > 6)
 			continue;
@@ -541,18 +355,18 @@ scan_mapping(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	if (r < 0)
 		return -1;
 	s->mappings.ids[i] = id;
-	if (!scan_str_ok(s, filename))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_MAPPING, i), 0, 0, filename,
-		    "mapping %" PRIu64 ": filename", id);
-	if (!scan_str_ok(s, build_id))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_MAPPING, i), 1, 0, build_id,
-		    "mapping %" PRIu64 ": build_id", id);
+	if (!pprof_scan_str_ok(s, filename))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_MAPPING, i), 0, 0,
+		    filename, "mapping %" PRIu64 ": filename", id);
+	if (!pprof_scan_str_ok(s, build_id))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_MAPPING, i), 1, 0,
+		    build_id, "mapping %" PRIu64 ": build_id", id);
 	return 0;
 }
 
 /* Pass 1 of function i: wire format, id, strings. */
 static int
-scan_function(struct scan *s, size_t i, const uint8_t *p, size_t len)
+pprof_scan_function(struct scan *s, size_t i, const uint8_t *p, size_t len)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
@@ -561,7 +375,7 @@ scan_function(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	uint64_t		 a = SCAN_RANK(SCAN_C_FUNCTION, i);
 	int			 r;
 
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		if (f.num < 1 || f.num > 5)
 			continue;
 		if (f.wt != SCAN_VARINT)
@@ -578,28 +392,28 @@ scan_function(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	if (r < 0)
 		return -1;
 	s->functions.ids[i] = id;
-	if (!scan_str_ok(s, name))
-		scan_bad_str(s, a, 0, 0, name, "function %" PRIu64 ": name",
-		    id);
-	if (!scan_str_ok(s, system_name))
-		scan_bad_str(s, a, 1, 0, system_name,
+	if (!pprof_scan_str_ok(s, name))
+		pprof_scan_bad_str(s, a, 0, 0, name,
+		    "function %" PRIu64 ": name", id);
+	if (!pprof_scan_str_ok(s, system_name))
+		pprof_scan_bad_str(s, a, 1, 0, system_name,
 		    "function %" PRIu64 ": system_name", id);
-	if (!scan_str_ok(s, filename))
-		scan_bad_str(s, a, 2, 0, filename,
+	if (!pprof_scan_str_ok(s, filename))
+		pprof_scan_bad_str(s, a, 2, 0, filename,
 		    "function %" PRIu64 ": filename", id);
 	return 0;
 }
 
 /* Reads a Line's function id (0 if none); -1 if malformed. */
 static int
-scan_line(const uint8_t *p, size_t len, uint64_t *function_id)
+pprof_scan_line(const uint8_t *p, size_t len, uint64_t *function_id)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
 	int			 r;
 
 	*function_id = 0;
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		if (f.num < 1 || f.num > 3)
 			continue;
 		if (f.wt != SCAN_VARINT)
@@ -612,7 +426,7 @@ scan_line(const uint8_t *p, size_t len, uint64_t *function_id)
 
 /* Reads a Location: id, mapping id; checks its lines' wire format. */
 static int
-scan_location_fields(const uint8_t *p, size_t len, uint64_t *id,
+pprof_scan_location_fields(const uint8_t *p, size_t len, uint64_t *id,
     uint64_t *mapping_id)
 {
 	const uint8_t		*end = p + len;
@@ -621,7 +435,7 @@ scan_location_fields(const uint8_t *p, size_t len, uint64_t *id,
 	int			 r;
 
 	*id = *mapping_id = 0;
-	while ((r = scan_next(&p, end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, end, &f)) > 0) {
 		switch (f.num) {
 		case 1:
 		case 2:
@@ -635,7 +449,7 @@ scan_location_fields(const uint8_t *p, size_t len, uint64_t *id,
 			break;
 		case 4:
 			if (f.wt != SCAN_LEN ||
-			    scan_line(f.p, f.len, &fid) != 0)
+			    pprof_scan_line(f.p, f.len, &fid) != 0)
 				return -1;
 			break;
 		}
@@ -646,17 +460,17 @@ scan_location_fields(const uint8_t *p, size_t len, uint64_t *id,
 
 /* Checks comment string index idx, the next comment. */
 static void
-scan_comment(struct scan *s, int64_t idx)
+pprof_scan_comment(struct scan *s, int64_t idx)
 {
-	if (!scan_str_ok(s, idx))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_COMMENT, s->n_comment), 0,
-		    0, idx, "comment %zu:", s->n_comment);
+	if (!pprof_scan_str_ok(s, idx))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_COMMENT, s->n_comment),
+		    0, 0, idx, "comment %zu:", s->n_comment);
 	s->n_comment++;
 }
 
 /* Pass 1 of the whole profile; -1 on a wire-format error. */
 static int
-scan_pass1(struct scan *s)
+pprof_scan_pass1(struct scan *s)
 {
 	const uint8_t		*p = s->raw, *q, *qend;
 	struct scan_field	 f;
@@ -666,43 +480,45 @@ scan_pass1(struct scan *s)
 	size_t			 n;
 	int			 r;
 
-	while ((r = scan_next(&p, s->end, &f)) > 0) {
+	while ((r = pprof_scan_wire_next(&p, s->end, &f)) > 0) {
 		switch (f.num) {
 		case SCAN_P_SAMPLE_TYPE:
-			if (scan_value_type(f.p, f.len, &s->st[2 * i_st],
+			if (pprof_scan_value_type(f.p, f.len, &s->st[2 * i_st],
 			    &s->st[2 * i_st + 1]) != 0)
 				return -1;
-			if (!scan_str_ok(s, s->st[2 * i_st]))
-				scan_bad_str(s, SCAN_RANK(SCAN_C_SAMPLE_TYPE,
-				    i_st), 0, 0, s->st[2 * i_st],
+			if (!pprof_scan_str_ok(s, s->st[2 * i_st]))
+				pprof_scan_bad_str(s,
+				    SCAN_RANK(SCAN_C_SAMPLE_TYPE, i_st), 0, 0,
+				    s->st[2 * i_st],
 				    "sample type %zu: type", i_st);
-			if (!scan_str_ok(s, s->st[2 * i_st + 1]))
-				scan_bad_str(s, SCAN_RANK(SCAN_C_SAMPLE_TYPE,
-				    i_st), 1, 0, s->st[2 * i_st + 1],
+			if (!pprof_scan_str_ok(s, s->st[2 * i_st + 1]))
+				pprof_scan_bad_str(s,
+				    SCAN_RANK(SCAN_C_SAMPLE_TYPE, i_st), 1, 0,
+				    s->st[2 * i_st + 1],
 				    "sample type %zu: unit", i_st);
 			i_st++;
 			break;
 		case SCAN_P_SAMPLE:
-			if (scan_sample(s, i_s++, f.p, f.len) != 0)
+			if (pprof_scan_sample(s, i_s++, f.p, f.len) != 0)
 				return -1;
 			break;
 		case SCAN_P_MAPPING:
-			if (scan_mapping(s, i_m++, f.p, f.len) != 0)
+			if (pprof_scan_mapping(s, i_m++, f.p, f.len) != 0)
 				return -1;
 			break;
 		case SCAN_P_LOCATION:
-			if (scan_location_fields(f.p, f.len,
+			if (pprof_scan_location_fields(f.p, f.len,
 			    &s->locations.ids[i_l++], &mapping_id) != 0)
 				return -1;
 			break;
 		case SCAN_P_FUNCTION:
-			if (scan_function(s, i_f++, f.p, f.len) != 0)
+			if (pprof_scan_function(s, i_f++, f.p, f.len) != 0)
 				return -1;
 			break;
 		case SCAN_P_STRING_TABLE:
 			if (i_str == 0 && f.len != 0 && f.p[0] != '\0')
-				scan_bad(s, SCAN_RANK(SCAN_C_STR0, 0), 0, 0,
-				    "string table entry 0 is not empty");
+				pprof_scan_bad(s, SCAN_RANK(SCAN_C_STR0, 0), 0,
+				    0, "string table entry 0 is not empty");
 			s->strs[i_str++] = f.hdr;
 			break;
 		case SCAN_P_DROP_FRAMES:
@@ -718,20 +534,21 @@ scan_pass1(struct scan *s)
 			s->duration_nanos = (int64_t)f.v;
 			break;
 		case SCAN_P_PERIOD_TYPE:
-			if (scan_value_type(f.p, f.len, &s->period_type,
+			if (pprof_scan_value_type(f.p, f.len, &s->period_type,
 			    &s->period_unit) != 0)
 				return -1;
 			s->have_period = 1;
 			break;
 		case SCAN_P_COMMENT:
 			if (f.wt == SCAN_VARINT) {
-				scan_comment(s, (int64_t)f.v);
+				pprof_scan_comment(s, (int64_t)f.v);
 				break;
 			}
-			if (scan_packed_count(f.p, f.len, &n) != 0)
+			if (pprof_scan_wire_packed_count(f.p, f.len, &n) != 0)
 				return -1;
 			for (q = f.p, qend = f.p + f.len; q < qend;)
-				scan_comment(s, (int64_t)scan_packed_next(&q));
+				pprof_scan_comment(s,
+				    (int64_t)pprof_scan_wire_packed_next(&q));
 			break;
 		case SCAN_P_DEFAULT_SAMPLE_TYPE:
 			s->default_sample_type = (int64_t)f.v;
@@ -746,39 +563,39 @@ scan_pass1(struct scan *s)
 
 /* Checks the profile-wide fields once pass 1 has read them. */
 static void
-scan_header(struct scan *s)
+pprof_scan_header(struct scan *s)
 {
 	if (s->n_string == 0)
-		scan_bad(s, SCAN_RANK(SCAN_C_EMPTY, 0), 0, 0,
+		pprof_scan_bad(s, SCAN_RANK(SCAN_C_EMPTY, 0), 0, 0,
 		    "string table is empty");
 	if (s->have_period) {
-		if (!scan_str_ok(s, s->period_type))
-			scan_bad_str(s, SCAN_RANK(SCAN_C_PERIOD_TYPE, 0), 0, 0,
-			    s->period_type, "period type: type");
-		if (!scan_str_ok(s, s->period_unit))
-			scan_bad_str(s, SCAN_RANK(SCAN_C_PERIOD_TYPE, 0), 1, 0,
-			    s->period_unit, "period type: unit");
+		if (!pprof_scan_str_ok(s, s->period_type))
+			pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_PERIOD_TYPE, 0),
+			    0, 0, s->period_type, "period type: type");
+		if (!pprof_scan_str_ok(s, s->period_unit))
+			pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_PERIOD_TYPE, 0),
+			    1, 0, s->period_unit, "period type: unit");
 	}
-	if (!scan_str_ok(s, s->drop_frames))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_DROP_FRAMES, 0), 0, 0,
+	if (!pprof_scan_str_ok(s, s->drop_frames))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_DROP_FRAMES, 0), 0, 0,
 		    s->drop_frames, "drop_frames:");
-	if (!scan_str_ok(s, s->keep_frames))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_KEEP_FRAMES, 0), 0, 0,
+	if (!pprof_scan_str_ok(s, s->keep_frames))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_KEEP_FRAMES, 0), 0, 0,
 		    s->keep_frames, "keep_frames:");
-	if (!scan_str_ok(s, s->default_sample_type))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_DEFAULT_SAMPLE_TYPE, 0), 0, 0,
-		    s->default_sample_type, "default_sample_type:");
-	if (!scan_str_ok(s, s->doc_url))
-		scan_bad_str(s, SCAN_RANK(SCAN_C_DOC_URL, 0), 0, 0, s->doc_url,
-		    "doc_url:");
+	if (!pprof_scan_str_ok(s, s->default_sample_type))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_DEFAULT_SAMPLE_TYPE, 0),
+		    0, 0, s->default_sample_type, "default_sample_type:");
+	if (!pprof_scan_str_ok(s, s->doc_url))
+		pprof_scan_bad_str(s, SCAN_RANK(SCAN_C_DOC_URL, 0), 0, 0,
+		    s->doc_url, "doc_url:");
 	if (s->n_sample != 0 && s->n_sample_type == 0)
-		scan_bad(s, SCAN_RANK(SCAN_C_NO_TYPES, 0), 0, 0,
+		pprof_scan_bad(s, SCAN_RANK(SCAN_C_NO_TYPES, 0), 0, 0,
 		    "%zu samples but no sample types", s->n_sample);
 }
 
 /* Orders ids. */
 static int
-scan_id_cmp(const void *a, const void *b)
+pprof_scan_id_cmp(const void *a, const void *b)
 {
 	uint64_t	x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
@@ -790,7 +607,7 @@ scan_id_cmp(const void *a, const void *b)
  * duplicate ids, a bitmap when ids are dense, else sorts ids in place.
  */
 static int
-scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
+pprof_scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
     enum scan_cat cat)
 {
 	size_t		i;
@@ -799,7 +616,7 @@ scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
 	t->max = 0;
 	for (i = 0; i < t->n; i++) {
 		if ((id = t->ids[i]) == 0) {
-			scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
+			pprof_scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
 			    "%s at index %zu has id 0", what, i);
 			return -1;
 		}
@@ -814,7 +631,7 @@ scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
 		for (i = 0; i < t->n; i++) {
 			id = t->ids[i];
 			if (t->bits[id >> 6] & ((uint64_t)1 << (id & 63))) {
-				scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
+				pprof_scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
 				    "%s %" PRIu64 ": duplicate id", what, id);
 				return -1;
 			}
@@ -823,10 +640,10 @@ scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
 		return 0;
 	}
 	t->bits = NULL;
-	qsort(t->ids, t->n, sizeof *t->ids, scan_id_cmp);
+	qsort(t->ids, t->n, sizeof *t->ids, pprof_scan_id_cmp);
 	for (i = 1; i < t->n; i++) {
 		if (t->ids[i] == t->ids[i - 1]) {
-			scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
+			pprof_scan_bad(s, SCAN_RANK(cat, 0), 0, 0,
 			    "%s %" PRIu64 ": duplicate id", what, t->ids[i]);
 			return -1;
 		}
@@ -836,7 +653,7 @@ scan_ids_build(struct scan *s, struct scan_ids *t, const char *what,
 
 /* True if id is in the table. */
 static inline int
-scan_ids_has(const struct scan_ids *t, uint64_t id)
+pprof_scan_ids_has(const struct scan_ids *t, uint64_t id)
 {
 	size_t	lo, hi, mid;
 
@@ -860,7 +677,7 @@ scan_ids_has(const struct scan_ids *t, uint64_t id)
 
 /* Pass 2 of location i: its mapping and function references. */
 static void
-scan_location_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
+pprof_scan_location_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
@@ -868,46 +685,46 @@ scan_location_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 	size_t			 j = 0, bad_j = SIZE_MAX;
 
 	/* Pass 1 checked the wire format. */
-	while (scan_next(&p, end, &f) > 0) {
+	while (pprof_scan_wire_next(&p, end, &f) > 0) {
 		if (f.num == 1)
 			id = f.v;
 		else if (f.num == 2)
 			mapping_id = f.v;
 		else if (f.num == 4) {
-			(void)scan_line(f.p, f.len, &fid);
+			(void)pprof_scan_line(f.p, f.len, &fid);
 			if (bad_j == SIZE_MAX && fid != 0 &&
-			    !scan_ids_has(&s->functions, fid)) {
+			    !pprof_scan_ids_has(&s->functions, fid)) {
 				bad_j = j;
 				bad_fid = fid;
 			}
 			j++;
 		}
 	}
-	if (mapping_id != 0 && !scan_ids_has(&s->mappings, mapping_id))
-		scan_bad(s, SCAN_RANK(SCAN_C_LOCATION, i), 0, 0, "location %"
-		    PRIu64 ": mapping id %" PRIu64 " not found", id,
-		    mapping_id);
+	if (mapping_id != 0 && !pprof_scan_ids_has(&s->mappings, mapping_id))
+		pprof_scan_bad(s, SCAN_RANK(SCAN_C_LOCATION, i), 0, 0,
+		    "location %" PRIu64 ": mapping id %" PRIu64 " not found",
+		    id, mapping_id);
 	if (bad_j != SIZE_MAX)
-		scan_bad(s, SCAN_RANK(SCAN_C_LOCATION, i), SCAN_SUB(1, bad_j),
-		    0, "location %" PRIu64 ": line %zu: function id %" PRIu64
-		    " not found", id, bad_j, bad_fid);
+		pprof_scan_bad(s, SCAN_RANK(SCAN_C_LOCATION, i),
+		    SCAN_SUB(1, bad_j), 0, "location %" PRIu64 ": line %zu: "
+		    "function id %" PRIu64 " not found", id, bad_j, bad_fid);
 }
 
 /* Pass 2 of sample i: its location ids. */
 static void
-scan_sample_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
+pprof_scan_sample_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 {
 	const uint8_t		*end = p + len, *q, *qend;
 	struct scan_field	 f;
 	uint64_t		 v;
 	size_t			 j = 0;
 
-	while (scan_next(&p, end, &f) > 0) {
+	while (pprof_scan_wire_next(&p, end, &f) > 0) {
 		if (f.num != 1)
 			continue;
 		if (f.wt == SCAN_VARINT) {
 			v = f.v;
-			if (!scan_ids_has(&s->locations, v))
+			if (!pprof_scan_ids_has(&s->locations, v))
 				goto bad;
 			j++;
 			continue;
@@ -915,55 +732,52 @@ scan_sample_refs(struct scan *s, size_t i, const uint8_t *p, size_t len)
 		q = f.p;
 		qend = f.p + f.len;
 		while (q < qend) {
-			v = scan_packed_next(&q);
-			if (!scan_ids_has(&s->locations, v))
+			v = pprof_scan_wire_packed_next(&q);
+			if (!pprof_scan_ids_has(&s->locations, v))
 				goto bad;
 			j++;
 		}
 	}
 	return;
 bad:
-	scan_bad(s, SCAN_RANK(SCAN_C_SAMPLE, i), SCAN_SUB(1, j), 0,
+	pprof_scan_bad(s, SCAN_RANK(SCAN_C_SAMPLE, i), SCAN_SUB(1, j), 0,
 	    "sample %zu: location id %" PRIu64 " not found", i, v);
 }
 
 /* Pass 2: every location and sample reference. */
 static void
-scan_pass2(struct scan *s)
+pprof_scan_pass2(struct scan *s)
 {
 	const uint8_t		*p = s->raw;
 	struct scan_field	 f;
 	size_t			 i_s = 0, i_l = 0;
 
-	while (scan_next(&p, s->end, &f) > 0) {
+	while (pprof_scan_wire_next(&p, s->end, &f) > 0) {
 		if (f.num == SCAN_P_SAMPLE)
-			scan_sample_refs(s, i_s++, f.p, f.len);
+			pprof_scan_sample_refs(s, i_s++, f.p, f.len);
 		else if (f.num == SCAN_P_LOCATION)
-			scan_location_refs(s, i_l++, f.p, f.len);
+			pprof_scan_location_refs(s, i_l++, f.p, f.len);
 	}
 }
 
 /* String idx (valid) up to its first NUL, as the C string would be. */
 static const uint8_t *
-scan_string(const struct scan *s, int64_t idx, size_t *len)
+pprof_scan_string(const struct scan *s, int64_t idx, size_t *len)
 {
 	const uint8_t	*hdr = s->strs[idx], *nul;
 	uint64_t	 v;
 	size_t		 n;
 
-	n = scan_varint(hdr, s->end, 5, &v);
+	n = pprof_scan_wire_varint(hdr, s->end, 5, &v);
 	*len = (size_t)v;
 	if ((nul = memchr(hdr + n, '\0', *len)) != NULL)
 		*len = (size_t)(nul - (hdr + n));
 	return hdr + n;
 }
 
-/*
- * Fills *sum like pprof_summarize(), for either pass: str(ctx, j) gives
- * the type (j = 2i) and unit (j = 2i + 1) strings of sample type i.
- */
-static void
-scan_summary_fill(struct pprof_summary *sum, size_t n_types,
+/* Fills *sum like pprof_summarize(), for either path (see the header). */
+void
+pprof_scan_summary_fill(struct pprof_summary *sum, size_t n_types,
     const uint8_t *(*str)(const void *ctx, size_t j, size_t *len),
     const void *ctx, int64_t samples, int64_t time_nanos,
     int64_t duration_nanos)
@@ -995,666 +809,34 @@ scan_summary_fill(struct pprof_summary *sum, size_t n_types,
 	sum->duration_nanos = duration_nanos;
 }
 
-/* Sample type string j of the exact passes (see scan_summary_fill). */
+/* Sample type string j of the exact passes (see pprof_scan_summary_fill). */
 static const uint8_t *
-scan_type_string(const void *ctx, size_t j, size_t *len)
+pprof_scan_type_string(const void *ctx, size_t j, size_t *len)
 {
 	const struct scan *s = ctx;
 
-	return scan_string(s, s->st[j], len);
+	return pprof_scan_string(s, s->st[j], len);
 }
 
 /* Fills *sum like pprof_summarize(). */
 static void
-scan_summarize(const struct scan *s, struct pprof_summary *sum)
+pprof_scan_summarize(const struct scan *s, struct pprof_summary *sum)
 {
-	scan_summary_fill(sum, s->n_sample_type, scan_type_string, s,
-	    (int64_t)s->n_sample, s->time_nanos, s->duration_nanos);
+	pprof_scan_summary_fill(sum, s->n_sample_type, pprof_scan_type_string,
+	    s, (int64_t)s->n_sample, s->time_nanos, s->duration_nanos);
 }
 
 /* 64-bit words of a dense id bitmap for n ids: 4n + 4 bits. */
 static size_t
-scan_bits_words(size_t n)
+pprof_scan_bits_words(size_t n)
 {
 	return (4 * n + 4) / 64 + 1;
 }
-
-/*
- * The fast path. Real profiles are valid, and the profilers that write
- * them number mappings, functions and locations 1, 2, 3, ... in the order
- * they write them. For those, one pass over the bytes with no allocation
- * proves validity: ids are checked against their position as they come, so
- * every reference only has to fall in 1..n, and every string index only
- * below the string count, which the pass keeps as maxima to compare at the
- * end. It reads only the canonical wire forms (one-byte keys, known fields
- * with their usual wire types); at anything else, or at any sign of a
- * problem, it gives up and the exact passes above decide and explain, so a
- * profile it accepts is one they accept too, with the same summary.
- */
-
-/* Sample types and leading strings the fast path keeps for the summary. */
-#define SCAN_FAST_TYPES	16
-#define SCAN_FAST_STRS	64
-
-/* What the fast pass gathers. */
-struct scan_fast {
-	size_t		 n_sample_type, n_sample, n_string;
-	size_t		 n_mapping, n_function, n_location;
-	size_t		 n_value;	/* values per sample, the same for all */
-	uint64_t	 str_max;	/* largest string index (unsigned) */
-	uint64_t	 loc_max;	/* largest location id - 1 of a sample */
-	int		 loc_any;	/* some sample names a location */
-	uint64_t	 map_max, fn_max; /* largest nonzero references */
-	uint64_t	 drop_frames, keep_frames, default_sample_type;
-	uint64_t	 doc_url, time_nanos, duration_nanos;
-	int		 have_period;
-	uint64_t	 period_type, period_unit;
-	uint64_t	 st[2 * SCAN_FAST_TYPES];
-	const uint8_t	*str_p[SCAN_FAST_STRS];
-	size_t		 str_len[SCAN_FAST_STRS];
-};
-
-/* Folds v into the maximum *m. */
-#define SCAN_MAX(m, v)	do { if ((v) > (m)) (m) = (v); } while (0)
-
-/* Reads a varint at p (p < end) byte by byte: the byte after, NULL if bad. */
-static __attribute__((noinline)) const uint8_t *
-scan_fast_varint_loop(const uint8_t *p, const uint8_t *end, uint64_t *v)
-{
-	size_t	n;
-
-	if ((n = scan_varint(p, end, 10, v)) == 0)
-		return NULL;
-	return p + n;
-}
-
-/*
- * Reads a varint of any length at p (p < end): the byte after it, or NULL
- * if bad. Up to 8 bytes without a loop: the 7-bit groups of a little-endian
- * word are squeezed together in three steps.
- */
-static inline __attribute__((always_inline)) const uint8_t *
-scan_fast_varint_long(const uint8_t *p, const uint8_t *end, uint64_t *v)
-{
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	uint64_t	w, stops;
-	unsigned	n;
-
-	if (__builtin_expect(end - p >= 8, 1)) {
-		memcpy(&w, p, sizeof w);
-		if ((stops = ~w & SCAN_TOP_BITS) != 0) {
-			n = (unsigned)__builtin_ctzll(stops) / 8 + 1;
-			if (n < 8)
-				w &= ((uint64_t)1 << (8 * n)) - 1;
-			w &= 0x7f7f7f7f7f7f7f7fULL;
-			w = (w & 0x007f007f007f007fULL) |
-			    ((w & 0x7f007f007f007f00ULL) >> 1);
-			w = (w & 0x00003fff00003fffULL) |
-			    ((w & 0x3fff00003fff0000ULL) >> 2);
-			w = (w & 0x000000000fffffffULL) |
-			    ((w & 0x0fffffff00000000ULL) >> 4);
-			*v = w;
-			return p + n;
-		}
-	}
-#endif
-	return scan_fast_varint_loop(p, end, v);
-}
-
-/* scan_fast_varint_long() out of line, for the rare long varints. */
-static __attribute__((noinline)) const uint8_t *
-scan_fast_varint_rare(const uint8_t *p, const uint8_t *end, uint64_t *v)
-{
-	return scan_fast_varint_long(p, end, v);
-}
-
-/*
- * Reads a varint at p (p < end); the byte after it, or NULL if bad. One or
- * two bytes, the most common lengths, without a branch on which.
- */
-static inline __attribute__((always_inline)) const uint8_t *
-scan_fast_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t	b0, b1, c;
-
-	if (__builtin_expect(end - p >= 2, 1)) {
-		b0 = p[0];
-		b1 = p[1];
-		c = b0 >> 7;
-		if (__builtin_expect((c & (b1 >> 7)) == 0, 1)) {
-			*v = (b0 & 0x7f) | ((b1 << 7) & (0 - c));
-			return p + 1 + c;
-		}
-	} else if (*p < 0x80) {
-		*v = *p;
-		return p + 1;
-	}
-	return scan_fast_varint_rare(p, end, v);
-}
-
-/*
- * Reads a length prefix at p (p < end) and checks that the payload fits:
- * the payload, or NULL if bad. *pend: OUT the payload's end.
- */
-static inline __attribute__((always_inline)) const uint8_t *
-scan_fast_len(const uint8_t *p, const uint8_t *end, const uint8_t **pend)
-{
-	uint64_t	v;
-	size_t		n;
-
-	if (*p < 0x80) {
-		v = *p++;
-	} else {
-		if ((n = scan_varint(p, end, 5, &v)) == 0)
-			return NULL;
-		p += n;
-	}
-	if (v > (uint64_t)(end - p))
-		return NULL;
-	*pend = p + v;
-	return p;
-}
-
-/* Reads the next varint of a message ending at end into v, or gives up. */
-#define SCAN_FAST_VARINT(q, end, v) do {				\
-	if ((q) >= (end) ||						\
-	    ((q) = scan_fast_varint((q), (end), &(v))) == NULL)		\
-		return 0;						\
-} while (0)
-
-/* SCAN_FAST_VARINT for a field whose values are usually long. */
-#define SCAN_FAST_VARINT_LONG(q, end, v) do {				\
-	if ((q) >= (end) ||						\
-	    ((q) = scan_fast_varint_long((q), (end), &(v))) == NULL)	\
-		return 0;						\
-} while (0)
-
-/* True if the next key of a message ending at end is k (and skips it). */
-#define SCAN_FAST_KEY(q, end, k)	((q) < (end) && *(q) == (k) && ++(q))
-
-/* Reads the next length-delimited payload [r, rend), or gives up. */
-#define SCAN_FAST_LEN(q, end, r, rend) do {				\
-	if ((q) >= (end) ||						\
-	    ((r) = scan_fast_len((q), (end), &(rend))) == NULL)		\
-		return 0;						\
-	(q) = (rend);							\
-} while (0)
-
-/* A ValueType; 0 to give up. */
-static int
-scan_fast_value_type(const uint8_t *q, const uint8_t *end, uint64_t *type,
-    uint64_t *unit)
-{
-	*type = *unit = 0;
-	while (q < end) {
-		switch (*q++) {
-		case 0x08:
-			SCAN_FAST_VARINT(q, end, *type);
-			break;
-		case 0x10:
-			SCAN_FAST_VARINT(q, end, *unit);
-			break;
-		default:
-			return 0;
-		}
-	}
-	return 1;
-}
-
-/* A Label: its string indices; 0 to give up. */
-static int
-scan_fast_label(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
-{
-	uint64_t	v;
-
-	while (q < end) {
-		switch (*q++) {
-		case 0x08:	/* key */
-		case 0x10:	/* str */
-		case 0x20:	/* num_unit */
-			SCAN_FAST_VARINT(q, end, v);
-			SCAN_MAX(x->str_max, v);
-			break;
-		case 0x18:	/* num */
-			SCAN_FAST_VARINT(q, end, v);
-			break;
-		default:
-			return 0;
-		}
-	}
-	return 1;
-}
-
-/*
- * Decodes the next id of a packed run (r < rend, ids end before rend)
- * into the maximum m of id - 1; gives up at a bad varint. One or two
- * bytes without a branch on which; a byte past the id may be read, never
- * past rend.
- */
-#define SCAN_FAST_LOC_ID(r, rend, m) do {				\
-	uint64_t	b0_, b1_, c_, v_;				\
-									\
-	b0_ = (r)[0];							\
-	b1_ = (rend) - (r) >= 2 ? (r)[1] : 0x80;			\
-	c_ = b0_ >> 7;							\
-	if (__builtin_expect((c_ & (b1_ >> 7)) == 0, 1)) {		\
-		v_ = (b0_ & 0x7f) | ((b1_ << 7) & (0 - c_));		\
-		(r) += 1 + c_;						\
-	} else if (((r) = scan_fast_varint_rare((r), (rend), &v_)) ==	\
-	    NULL)							\
-		return 0;						\
-	v_--;	/* id 0 becomes the largest */				\
-	SCAN_MAX(m, v_);						\
-} while (0)
-
-/*
- * The location ids of a sample, packed, into the maximum *mp of id - 1;
- * 0 to give up. Each id's position depends on the one before's length, so
- * a long run is cut in two at an id boundary past its middle, and the
- * halves are decoded in step: two chains of loads instead of one.
- */
-static inline __attribute__((always_inline)) int
-scan_fast_loc_ids(const uint8_t *r, const uint8_t *rend, uint64_t *mp)
-{
-	const uint8_t	*h, *mid;
-	uint64_t	 m = *mp, m2 = 0;
-
-	if (rend - r >= 32) {
-		/* h: the first id starting at or after the middle. */
-		for (h = mid = r + (rend - r) / 2; h < rend && h[-1] >= 0x80;
-		    h++)
-			if (h - mid >= 10)
-				break;
-		if (h - mid < 10 && h < rend) {
-			/* [r, mid) and [mid, rend) from here on. */
-			mid = h;
-			while (r < mid && h < rend) {
-				SCAN_FAST_LOC_ID(r, mid, m);
-				SCAN_FAST_LOC_ID(h, rend, m2);
-			}
-			while (h < rend)
-				SCAN_FAST_LOC_ID(h, rend, m2);
-			rend = mid;
-			SCAN_MAX(m, m2);
-		}
-	}
-	while (r < rend)
-		SCAN_FAST_LOC_ID(r, rend, m);
-	*mp = m;
-	return 1;
-}
-
-/* A Sample: value count, location ids, labels; 0 to give up. */
-static int
-scan_fast_sample(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
-{
-	const uint8_t	*r, *rend;
-	uint64_t	 v, m = x->loc_max;
-	size_t		 nv = 0, n;
-
-	/* The order profilers write, without a dispatch per field. */
-	if (SCAN_FAST_KEY(q, end, 0x0a)) {
-		SCAN_FAST_LEN(q, end, r, rend);
-		if (r != rend)
-			x->loc_any = 1;
-		if (!scan_fast_loc_ids(r, rend, &m))
-			return 0;
-	}
-	while (SCAN_FAST_KEY(q, end, 0x10)) {
-		SCAN_FAST_VARINT_LONG(q, end, v);
-		nv++;
-	}
-	while (q < end) {
-		switch (*q++) {
-		case 0x0a:	/* location_id, packed */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (r != rend)
-				x->loc_any = 1;
-			if (!scan_fast_loc_ids(r, rend, &m))
-				return 0;
-			break;
-		case 0x08:	/* location_id */
-			SCAN_FAST_VARINT(q, end, v);
-			x->loc_any = 1;
-			v--;
-			SCAN_MAX(m, v);
-			break;
-		case 0x10:	/* value */
-			SCAN_FAST_VARINT_LONG(q, end, v);
-			nv++;
-			break;
-		case 0x12:	/* value, packed */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (scan_packed_count(r, (size_t)(rend - r), &n) != 0)
-				return 0;
-			nv += n;
-			break;
-		case 0x1a:	/* label */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_label(x, r, rend))
-				return 0;
-			break;
-		default:
-			return 0;
-		}
-	}
-	x->loc_max = m;
-	if (x->n_sample++ == 0)
-		x->n_value = nv;
-	else if (nv != x->n_value)
-		return 0;	/* one of them is wrong */
-	return 1;
-}
-
-/* A Mapping: its id must be the next one; 0 to give up. */
-static int
-scan_fast_mapping(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
-{
-	uint64_t	v, id = 0;
-
-	while (q < end) {
-		switch (*q++) {
-		case 0x08:	/* id */
-			SCAN_FAST_VARINT(q, end, id);
-			break;
-		case 0x28:	/* filename */
-		case 0x30:	/* build_id */
-			SCAN_FAST_VARINT(q, end, v);
-			SCAN_MAX(x->str_max, v);
-			break;
-		case 0x10:	/* memory_start, memory_limit, file_offset */
-		case 0x18:
-		case 0x20:
-		case 0x38:	/* has_functions ... has_inline_frames */
-		case 0x40:
-		case 0x48:
-		case 0x50:
-			SCAN_FAST_VARINT(q, end, v);
-			break;
-		default:
-			return 0;
-		}
-	}
-	return id == ++x->n_mapping;
-}
-
-/* A Line: its function reference into the maximum *fm; 0 to give up. */
-static inline __attribute__((always_inline)) int
-scan_fast_line(uint64_t *fm, const uint8_t *q, const uint8_t *end)
-{
-	uint64_t	v;
-
-	if (SCAN_FAST_KEY(q, end, 0x08)) {
-		SCAN_FAST_VARINT(q, end, v);
-		SCAN_MAX(*fm, v);
-	}
-	if (SCAN_FAST_KEY(q, end, 0x10))
-		SCAN_FAST_VARINT(q, end, v);
-	while (q < end) {
-		switch (*q++) {
-		case 0x08:	/* function_id */
-			SCAN_FAST_VARINT(q, end, v);
-			SCAN_MAX(*fm, v);
-			break;
-		case 0x10:	/* line, column */
-		case 0x18:
-			SCAN_FAST_VARINT(q, end, v);
-			break;
-		default:
-			return 0;
-		}
-	}
-	return 1;
-}
-
-/* A Location: its id must be the next one; 0 to give up. */
-static int
-scan_fast_location(struct scan_fast *x, const uint8_t *q,
-    const uint8_t *end)
-{
-	const uint8_t	*r, *rend;
-	uint64_t	 v, id = 0, fm = x->fn_max;
-
-	/* The order profilers write, without a dispatch per field. */
-	if (SCAN_FAST_KEY(q, end, 0x08))
-		SCAN_FAST_VARINT(q, end, id);
-	if (SCAN_FAST_KEY(q, end, 0x10)) {
-		SCAN_FAST_VARINT(q, end, v);
-		SCAN_MAX(x->map_max, v);
-	}
-	if (SCAN_FAST_KEY(q, end, 0x18))
-		SCAN_FAST_VARINT_LONG(q, end, v);
-	while (SCAN_FAST_KEY(q, end, 0x22)) {
-		SCAN_FAST_LEN(q, end, r, rend);
-		if (!scan_fast_line(&fm, r, rend))
-			return 0;
-	}
-	while (q < end) {
-		switch (*q++) {
-		case 0x08:	/* id */
-			SCAN_FAST_VARINT(q, end, id);
-			break;
-		case 0x10:	/* mapping_id */
-			SCAN_FAST_VARINT(q, end, v);
-			SCAN_MAX(x->map_max, v);
-			break;
-		case 0x18:	/* address */
-		case 0x28:	/* is_folded */
-			SCAN_FAST_VARINT(q, end, v);
-			break;
-		case 0x22:	/* line */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_line(&fm, r, rend))
-				return 0;
-			break;
-		default:
-			return 0;
-		}
-	}
-	x->fn_max = fm;
-	return id == ++x->n_location;
-}
-
-/* A Function: its id must be the next one; 0 to give up. */
-static int
-scan_fast_function(struct scan_fast *x, const uint8_t *q,
-    const uint8_t *end)
-{
-	uint64_t	v, id = 0, sm = x->str_max;
-
-	/* The order profilers write, without a dispatch per field. */
-	if (SCAN_FAST_KEY(q, end, 0x08))
-		SCAN_FAST_VARINT(q, end, id);
-	if (SCAN_FAST_KEY(q, end, 0x10)) {
-		SCAN_FAST_VARINT(q, end, v);
-		SCAN_MAX(sm, v);
-	}
-	if (SCAN_FAST_KEY(q, end, 0x18)) {
-		SCAN_FAST_VARINT(q, end, v);
-		SCAN_MAX(sm, v);
-	}
-	if (SCAN_FAST_KEY(q, end, 0x20)) {
-		SCAN_FAST_VARINT(q, end, v);
-		SCAN_MAX(sm, v);
-	}
-	if (SCAN_FAST_KEY(q, end, 0x28))
-		SCAN_FAST_VARINT(q, end, v);
-	x->str_max = sm;
-	while (q < end) {
-		switch (*q++) {
-		case 0x08:	/* id */
-			SCAN_FAST_VARINT(q, end, id);
-			break;
-		case 0x10:	/* name, system_name, filename */
-		case 0x18:
-		case 0x20:
-			SCAN_FAST_VARINT(q, end, v);
-			SCAN_MAX(x->str_max, v);
-			break;
-		case 0x28:	/* start_line */
-			SCAN_FAST_VARINT(q, end, v);
-			break;
-		default:
-			return 0;
-		}
-	}
-	return id == ++x->n_function;
-}
-
-/* The fast pass over a whole profile: 1 valid, 0 to give up. */
-static int
-scan_fast_pass(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
-{
-	const uint8_t	*r, *rend;
-	uint64_t	 v;
-	size_t		 i;
-
-	while (q < end) {
-		switch (*q++) {
-		case 0x0a:	/* sample_type */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if ((i = x->n_sample_type++) >= SCAN_FAST_TYPES ||
-			    !scan_fast_value_type(r, rend, &x->st[2 * i],
-			    &x->st[2 * i + 1]))
-				return 0;
-			break;
-		case 0x12:	/* sample */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_sample(x, r, rend))
-				return 0;
-			break;
-		case 0x1a:	/* mapping */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_mapping(x, r, rend))
-				return 0;
-			break;
-		case 0x22:	/* location */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_location(x, r, rend))
-				return 0;
-			break;
-		case 0x2a:	/* function */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_function(x, r, rend))
-				return 0;
-			break;
-		case 0x32:	/* string_table */
-			SCAN_FAST_LEN(q, end, r, rend);
-			i = x->n_string++;
-			if (i == 0 && r != rend && r[0] != '\0')
-				return 0;	/* entry 0 is not empty */
-			if (i < SCAN_FAST_STRS) {
-				x->str_p[i] = r;
-				x->str_len[i] = (size_t)(rend - r);
-			}
-			break;
-		case 0x38:
-			SCAN_FAST_VARINT(q, end, x->drop_frames);
-			break;
-		case 0x40:
-			SCAN_FAST_VARINT(q, end, x->keep_frames);
-			break;
-		case 0x48:
-			SCAN_FAST_VARINT(q, end, x->time_nanos);
-			break;
-		case 0x50:
-			SCAN_FAST_VARINT(q, end, x->duration_nanos);
-			break;
-		case 0x5a:	/* period_type */
-			SCAN_FAST_LEN(q, end, r, rend);
-			if (!scan_fast_value_type(r, rend, &x->period_type,
-			    &x->period_unit))
-				return 0;
-			x->have_period = 1;
-			break;
-		case 0x60:	/* period */
-			SCAN_FAST_VARINT(q, end, v);
-			break;
-		case 0x68:	/* comment */
-			SCAN_FAST_VARINT(q, end, v);
-			SCAN_MAX(x->str_max, v);
-			break;
-		case 0x6a:	/* comment, packed */
-			SCAN_FAST_LEN(q, end, r, rend);
-			while (r < rend) {
-				SCAN_FAST_VARINT(r, rend, v);
-				SCAN_MAX(x->str_max, v);
-			}
-			break;
-		case 0x70:
-			SCAN_FAST_VARINT(q, end, x->default_sample_type);
-			break;
-		case 0x78:
-			SCAN_FAST_VARINT(q, end, x->doc_url);
-			break;
-		default:
-			return 0;
-		}
-	}
-
-	/* What pprof_validate() checks, all at once. */
-	if (x->n_string == 0)
-		return 0;
-	SCAN_MAX(x->str_max, x->drop_frames);
-	SCAN_MAX(x->str_max, x->keep_frames);
-	SCAN_MAX(x->str_max, x->default_sample_type);
-	SCAN_MAX(x->str_max, x->doc_url);
-	if (x->have_period) {
-		SCAN_MAX(x->str_max, x->period_type);
-		SCAN_MAX(x->str_max, x->period_unit);
-	}
-	for (i = 0; i < 2 * x->n_sample_type; i++) {
-		/* The summary needs these strings. */
-		if (x->st[i] >= SCAN_FAST_STRS)
-			return 0;
-		SCAN_MAX(x->str_max, x->st[i]);
-	}
-	if (x->str_max >= x->n_string)
-		return 0;
-	if (x->n_sample != 0 && (x->n_sample_type == 0 ||
-	    x->n_value != x->n_sample_type))
-		return 0;
-	if (x->loc_any && x->loc_max >= x->n_location)
-		return 0;
-	return x->map_max <= x->n_mapping && x->fn_max <= x->n_function;
-}
-
-/* String i of the fast pass (i < SCAN_FAST_STRS) up to its first NUL. */
-static const uint8_t *
-scan_fast_string(const struct scan_fast *x, size_t i, size_t *len)
-{
-	const uint8_t	*nul;
-
-	*len = x->str_len[i];
-	if (*len != 0 && (nul = memchr(x->str_p[i], '\0', *len)) != NULL)
-		*len = (size_t)(nul - x->str_p[i]);
-	return x->str_p[i];
-}
-
-/* Sample type string j of the fast pass (see scan_summary_fill). */
-static const uint8_t *
-scan_fast_type_string(const void *ctx, size_t j, size_t *len)
-{
-	const struct scan_fast *x = ctx;
-
-	return scan_fast_string(x, x->st[j], len);
-}
-
-/* Fills *sum like pprof_summarize() after a successful fast pass. */
-static void
-scan_fast_summarize(const struct scan_fast *x, struct pprof_summary *sum)
-{
-	scan_summary_fill(sum, x->n_sample_type, scan_fast_type_string, x,
-	    (int64_t)x->n_sample, (int64_t)x->time_nanos,
-	    (int64_t)x->duration_nanos);
-}
-
 /* Checks and summarizes raw bytes; try_fast: the fast path first. */
 static int
-scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
+pprof_scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
     char **cause, int try_fast)
 {
-	struct scan_fast fast;
 	struct scan	 s;
 	uint64_t	*scratch = NULL, *w;
 	size_t		 words;
@@ -1662,22 +844,20 @@ scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
 
 	if (sum != NULL)
 		memset(sum, 0, sizeof *sum);
-	memset(&fast, 0, sizeof fast);
-	if (try_fast && scan_fast_pass(&fast, raw, raw + len)) {
-		if (sum != NULL)
-			scan_fast_summarize(&fast, sum);
+	if (try_fast && pprof_scan_fast_check(raw, len, sum))
 		return 0;
-	}
 	memset(&s, 0, sizeof s);
 	s.raw = raw;
 	s.end = raw + len;
-	if (scan_count(&s, &s.mappings, &s.functions, &s.locations) != 0)
+	if (pprof_scan_count(&s, &s.mappings, &s.functions, &s.locations) != 0)
 		goto decode;
 
 	/* One scratch block; counts are bounded by len / 2. */
 	words = s.n_string + 2 * s.n_sample_type + s.mappings.n +
-	    s.functions.n + s.locations.n + scan_bits_words(s.mappings.n) +
-	    scan_bits_words(s.functions.n) + scan_bits_words(s.locations.n);
+	    s.functions.n + s.locations.n +
+	    pprof_scan_bits_words(s.mappings.n) +
+	    pprof_scan_bits_words(s.functions.n) +
+	    pprof_scan_bits_words(s.locations.n);
 	w = scratch = xreallocarray(NULL, words, sizeof *scratch);
 	s.strs = (const uint8_t **)(void *)w;
 	w += s.n_string;
@@ -1690,28 +870,28 @@ scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
 	s.locations.ids = w;
 	w += s.locations.n;
 	s.mappings.bits = w;
-	w += scan_bits_words(s.mappings.n);
+	w += pprof_scan_bits_words(s.mappings.n);
 	s.functions.bits = w;
-	w += scan_bits_words(s.functions.n);
+	w += pprof_scan_bits_words(s.functions.n);
 	s.locations.bits = w;
 
-	if (scan_pass1(&s) != 0)
+	if (pprof_scan_pass1(&s) != 0)
 		goto decode;
-	scan_header(&s);
+	pprof_scan_header(&s);
 	if (s.err.set && s.err.a < SCAN_RANK(SCAN_C_IDS_MAPPING, 0))
 		goto fail;
-	if (scan_ids_build(&s, &s.mappings, "mapping",
+	if (pprof_scan_ids_build(&s, &s.mappings, "mapping",
 	    SCAN_C_IDS_MAPPING) != 0 ||
-	    scan_ids_build(&s, &s.functions, "function",
+	    pprof_scan_ids_build(&s, &s.functions, "function",
 	    SCAN_C_IDS_FUNCTION) != 0 ||
-	    scan_ids_build(&s, &s.locations, "location",
+	    pprof_scan_ids_build(&s, &s.locations, "location",
 	    SCAN_C_IDS_LOCATION) != 0)
 		goto fail;
-	scan_pass2(&s);
+	pprof_scan_pass2(&s);
 	if (s.err.set)
 		goto fail;
 	if (sum != NULL)
-		scan_summarize(&s, sum);
+		pprof_scan_summarize(&s, sum);
 	ret = 0;
 	goto out;
 
@@ -1737,7 +917,7 @@ int
 pprof_scan(const uint8_t *raw, size_t len, struct pprof_summary *sum,
     char **cause)
 {
-	return scan_run(raw, len, sum, cause, 1);
+	return pprof_scan_run(raw, len, sum, cause, 1);
 }
 
 /* The same with the exact passes only (tests compare the two). */
@@ -1745,5 +925,5 @@ int
 pprof_scan_exact(const uint8_t *raw, size_t len, struct pprof_summary *sum,
     char **cause)
 {
-	return scan_run(raw, len, sum, cause, 0);
+	return pprof_scan_run(raw, len, sum, cause, 0);
 }

@@ -42,21 +42,21 @@ fuzz_merge_add(struct merge *m, const pprof_profile_t *p)
 static size_t
 fuzz_merge_result(struct merge *m)
 {
-	ProtobufCAllocator	*arena = pprof_arena_new();
+	struct arena		*arena = arena_new(0);
 	pprof_profile_t		*p;
 	uint8_t			*gz;
 	size_t			 len, n;
 	char			*cause = NULL;
 
 	FUZZ_ASSERT(merge_result_gzip(m, &gz, &len, &cause) == 0);
-	p = pprof_load(gz, len, SIZE_MAX / 2, arena, &cause);
+	p = pprof_load(gz, len, SIZE_MAX / 2, arena_allocator(arena), &cause);
 	if (p == NULL) {
 		fprintf(stderr, "merged profile invalid: %s\n", cause);
 		FUZZ_ASSERT(!"merged profile is valid");
 	}
 	FUZZ_ASSERT(p->n_sample <= merge_samples(m));
 	n = p->n_sample;
-	pprof_arena_free(arena);
+	arena_free(arena);
 	free(gz);
 	return n;
 }

@@ -11,6 +11,7 @@
 
 #include <zlib.h>
 
+#include "common/arena.h"
 #include "proto/pprof.h"
 #include "test/lib/tap.h"
 
@@ -590,7 +591,8 @@ test_roundtrip(void)
 	struct fixture		 fx;
 	struct pprof_summary	 sum;
 	pprof_profile_t		*q, *r;
-	ProtobufCAllocator	*arena;
+	struct arena		*arena;
+	ProtobufCAllocator	*al;
 	uint8_t			*gz = NULL, *raw = NULL;
 	char			*big;
 	size_t			 gzlen = 0, rawlen = 0, i;
@@ -650,25 +652,26 @@ test_roundtrip(void)
 	pprof_free(q, NULL);
 
 	/* Decoding into an arena, with one string too big for a chunk. */
-	arena = pprof_arena_new();
+	arena = arena_new(64 * 1024);
+	al = arena_allocator(arena);
 	big = malloc(300000);
 	memset(big, 'x', 299999);
 	big[299999] = '\0';
 	fx.strings[7] = big;
 	free(gz);
 	pprof_encode_gzip(&fx.p, &gz, &gzlen, &cause);
-	q = pprof_load(gz, gzlen, 1 << 20, arena, &cause);
-	r = pprof_load(gz, gzlen, 1 << 20, arena, &cause);
+	q = pprof_load(gz, gzlen, 1 << 20, al, &cause);
+	r = pprof_load(gz, gzlen, 1 << 20, al, &cause);
 	ok(q != NULL && r != NULL && q != r && q->n_sample == 2 &&
 	    strcmp(q->string_table[7], big) == 0 &&
 	    strcmp(r->string_table[7], big) == 0 &&
 	    strcmp(r->string_table[9], "/api") == 0 &&
 	    r->sample[1]->value[1] == 20000000,
 	    "two profiles load into one arena, big string included");
-	pprof_free(q, arena);
-	pprof_free(r, arena);
-	pprof_arena_free(arena);
-	pprof_arena_free(NULL);
+	pprof_free(q, al);
+	pprof_free(r, al);
+	arena_free(arena);
+	arena_free(NULL);
 	fx.strings[7] = (char *)fixture_strings[7];
 	free(big);
 

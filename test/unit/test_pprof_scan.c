@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/arena.h"
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 #include "proto/pprof_scan.h"
@@ -120,7 +121,7 @@ static int
 slow_check(const uint8_t *body, size_t len, size_t max,
     struct pprof_summary *sum, char **cause)
 {
-	ProtobufCAllocator	*arena;
+	struct arena		*arena;
 	pprof_profile_t		*p;
 	uint8_t			*raw;
 	size_t			 rawlen;
@@ -129,15 +130,15 @@ slow_check(const uint8_t *body, size_t len, size_t max,
 	memset(sum, 0, sizeof *sum);
 	if ((code = pprof_inflate(body, len, max, &raw, &rawlen, cause)) != 0)
 		return code;
-	arena = pprof_arena_new();
-	p = pprof_decode(raw, rawlen, arena, cause);
+	arena = arena_new(0);
+	p = pprof_decode(raw, rawlen, arena_allocator(arena), cause);
 	free(raw);
 	code = PPROF_EINVAL;
 	if (p != NULL && pprof_validate(p, cause) == 0) {
 		pprof_summarize(p, sum);
 		code = 0;
 	}
-	pprof_arena_free(arena);
+	arena_free(arena);
 	return code;
 }
 
