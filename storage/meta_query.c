@@ -31,7 +31,7 @@ static const char meta_columns[] =
 
 /* Copies a text column into a new string ("" for NULL). */
 static char *
-meta_column_strdup(sqlite3_stmt *s, int col)
+meta_query_column_strdup(sqlite3_stmt *s, int col)
 {
 	const char	*v = (const char *)sqlite3_column_text(s, col);
 
@@ -40,7 +40,7 @@ meta_column_strdup(sqlite3_stmt *s, int col)
 
 /* Reads the labels of profile pk into m, sorted by key then value. */
 static int
-meta_read_labels(struct meta_conn *c, int64_t pk, struct profile_meta *m,
+meta_query_read_labels(struct meta_conn *c, int64_t pk, struct profile_meta *m,
     char **cause)
 {
 	sqlite3_stmt	*s;
@@ -56,8 +56,8 @@ meta_read_labels(struct meta_conn *c, int64_t pk, struct profile_meta *m,
 			m->labels = xreallocarray(m->labels, cap,
 			    sizeof *m->labels);
 		}
-		m->labels[m->nlabels].key = meta_column_strdup(s, 0);
-		m->labels[m->nlabels].value = meta_column_strdup(s, 1);
+		m->labels[m->nlabels].key = meta_query_column_strdup(s, 0);
+		m->labels[m->nlabels].value = meta_query_column_strdup(s, 1);
 		m->nlabels++;
 	}
 	sqlite3_reset(s);
@@ -68,26 +68,26 @@ meta_read_labels(struct meta_conn *c, int64_t pk, struct profile_meta *m,
 
 /* Fills m from a row of meta_columns, then reads its labels. */
 static int
-meta_read_row(struct meta_conn *c, sqlite3_stmt *s, struct profile_meta *m,
+meta_query_read_row(struct meta_conn *c, sqlite3_stmt *s, struct profile_meta *m,
     char **cause)
 {
 	const char	*id = (const char *)sqlite3_column_text(s, 1);
 
 	memset(m, 0, sizeof *m);
 	snprintf(m->id, sizeof m->id, "%s", id ? id : "");
-	m->service = meta_column_strdup(s, 2);
-	m->type = meta_column_strdup(s, 3);
+	m->service = meta_query_column_strdup(s, 2);
+	m->type = meta_query_column_strdup(s, 3);
 	m->created_at = sqlite3_column_int64(s, 4);
 	m->size = sqlite3_column_int64(s, 5);
 	m->samples = sqlite3_column_int64(s, 6);
-	m->sample_types = meta_column_strdup(s, 7);
+	m->sample_types = meta_query_column_strdup(s, 7);
 	m->duration_ns = sqlite3_column_int64(s, 8);
-	return meta_read_labels(c, sqlite3_column_int64(s, 0), m, cause);
+	return meta_query_read_labels(c, sqlite3_column_int64(s, 0), m, cause);
 }
 
 /* Runs a one-integer-result statement; *v: OUT. */
 static int
-meta_step_int(struct meta_conn *c, sqlite3_stmt *s, int64_t *v,
+meta_query_step_int(struct meta_conn *c, sqlite3_stmt *s, int64_t *v,
     char **cause, const char *what)
 {
 	int	rc = sqlite3_step(s);
@@ -102,7 +102,7 @@ meta_step_int(struct meta_conn *c, sqlite3_stmt *s, int64_t *v,
 
 /* Builds the SQL of one list shape. */
 static char *
-meta_list_sql(enum meta_plan plan, int has_type, size_t nlabels)
+meta_query_list_sql(enum meta_plan plan, int has_type, size_t nlabels)
 {
 	char	*sql, *tmp;
 	size_t	 i, first;
@@ -143,7 +143,7 @@ meta_list_sql(enum meta_plan plan, int has_type, size_t nlabels)
  * tells the caller to finalize).
  */
 static sqlite3_stmt *
-meta_list_stmt(struct meta_conn *c, enum meta_plan plan, int has_type,
+meta_query_list_stmt(struct meta_conn *c, enum meta_plan plan, int has_type,
     size_t nlabels, int *owned, char **cause)
 {
 	sqlite3_stmt	**slot = NULL, *s = NULL;
@@ -160,7 +160,7 @@ meta_list_stmt(struct meta_conn *c, enum meta_plan plan, int has_type,
 			return *slot;
 		}
 	}
-	sql = meta_list_sql(plan, has_type, nlabels);
+	sql = meta_query_list_sql(plan, has_type, nlabels);
 	rc = sqlite3_prepare_v3(c->db, sql, -1, slot ?
 	    SQLITE_PREPARE_PERSISTENT : 0, &s, NULL);
 	free(sql);
@@ -183,7 +183,7 @@ struct meta_qlabel {
 
 /* Orders labels rarest first. */
 static int
-meta_qlabel_cmp(const void *a, const void *b)
+meta_query_qlabel_cmp(const void *a, const void *b)
 {
 	const struct meta_qlabel	*x = a, *y = b;
 
@@ -192,7 +192,7 @@ meta_qlabel_cmp(const void *a, const void *b)
 
 /* Binds service, type, time range and limit (?1 to ?5). */
 static void
-meta_bind_window(sqlite3_stmt *s, const struct store_query *q,
+meta_query_bind_window(sqlite3_stmt *s, const struct store_query *q,
     sqlite3_int64 limit)
 {
 	sqlite3_bind_text(s, 1, q->service, -1, SQLITE_STATIC);
@@ -209,7 +209,7 @@ meta_bind_window(sqlite3_stmt *s, const struct store_query *q,
  * Returns 1 if some pair does not exist at all (nothing can match).
  */
 static int
-meta_resolve_labels(struct meta_conn *c, const struct store_query *q,
+meta_query_resolve_labels(struct meta_conn *c, const struct store_query *q,
     struct meta_qlabel *ql, char **cause)
 {
 	sqlite3_stmt	*s;
@@ -234,21 +234,21 @@ meta_resolve_labels(struct meta_conn *c, const struct store_query *q,
 		if ((s = meta_sqlite_stmt(c, META_STMT_LABEL_COUNT,
 		    cause)) == NULL)
 			return -1;
-		meta_bind_window(s, q, META_PLAN_CAP);
+		meta_query_bind_window(s, q, META_PLAN_CAP);
 		sqlite3_bind_int64(s, 6, ql[i].id);
-		if (meta_step_int(c, s, &ql[i].count, cause,
+		if (meta_query_step_int(c, s, &ql[i].count, cause,
 		    "count label") == -1)
 			return -1;
 		if (ql[i].count == 0)
 			return 1;
 	}
-	qsort(ql, q->nlabels, sizeof *ql, meta_qlabel_cmp);
+	qsort(ql, q->nlabels, sizeof *ql, meta_query_qlabel_cmp);
 	return 0;
 }
 
 /* Picks the plan: the label walk if the rarest label has fewer entries. */
 static int
-meta_pick_plan(struct meta_conn *c, const struct store_query *q,
+meta_query_pick_plan(struct meta_conn *c, const struct store_query *q,
     const struct meta_qlabel *ql, enum meta_plan *plan, char **cause)
 {
 	sqlite3_stmt	*s;
@@ -261,8 +261,8 @@ meta_pick_plan(struct meta_conn *c, const struct store_query *q,
 	    META_STMT_WINDOW_COUNT, cause);
 	if (s == NULL)
 		return -1;
-	meta_bind_window(s, q, META_PLAN_CAP);
-	if (meta_step_int(c, s, &window, cause, "count window") == -1)
+	meta_query_bind_window(s, q, META_PLAN_CAP);
+	if (meta_query_step_int(c, s, &window, cause, "count window") == -1)
 		return -1;
 	if (ql[0].count < window)
 		*plan = META_PLAN_LABEL;
@@ -291,16 +291,16 @@ meta_query_list(struct meta_sqlite *ms, const struct store_query *q,
 	if ((c = meta_sqlite_conn_get(ms, cause)) == NULL)
 		return -1;
 	ql = xcalloc(q->nlabels ? q->nlabels : 1, sizeof *ql);
-	if ((rc = meta_resolve_labels(c, q, ql, cause)) != 0) {
+	if ((rc = meta_query_resolve_labels(c, q, ql, cause)) != 0) {
 		ret = rc == 1 ? 0 : -1;
 		goto out;
 	}
-	if (meta_pick_plan(c, q, ql, &plan, cause) == -1)
+	if (meta_query_pick_plan(c, q, ql, &plan, cause) == -1)
 		goto out;
-	if ((s = meta_list_stmt(c, plan, q->type != NULL, q->nlabels, &owned,
+	if ((s = meta_query_list_stmt(c, plan, q->type != NULL, q->nlabels, &owned,
 	    cause)) == NULL)
 		goto out;
-	meta_bind_window(s, q, q->limit == 0 ? -1 : (sqlite3_int64)q->limit);
+	meta_query_bind_window(s, q, q->limit == 0 ? -1 : (sqlite3_int64)q->limit);
 	for (i = 0; i < q->nlabels; i++)
 		sqlite3_bind_int64(s, 6 + (int)i, ql[i].id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -308,7 +308,7 @@ meta_query_list(struct meta_sqlite *ms, const struct store_query *q,
 			cap = cap ? cap * 2 : 16;
 			res = xreallocarray(res, cap, sizeof *res);
 		}
-		if (meta_read_row(c, s, &res[nres++], cause) == -1)
+		if (meta_query_read_row(c, s, &res[nres++], cause) == -1)
 			goto fail;
 	}
 	if (rc != SQLITE_DONE) {
@@ -320,7 +320,7 @@ meta_query_list(struct meta_sqlite *ms, const struct store_query *q,
 	ret = 0;
 	goto out;
 fail:
-	profile_meta_free_array(res, nres);
+	store_meta_free_array(res, nres);
 out:
 	if (owned)
 		sqlite3_finalize(s);
@@ -351,8 +351,8 @@ meta_query_get(struct meta_sqlite *ms, const char *id,
 		ret = 1;
 	else if (rc != SQLITE_ROW)
 		meta_sqlite_error(c->db, cause, "get profile");
-	else if (meta_read_row(c, s, out, cause) == -1)
-		profile_meta_clear(out);
+	else if (meta_query_read_row(c, s, out, cause) == -1)
+		store_meta_clear(out);
 	else
 		ret = 0;
 	sqlite3_reset(s);
@@ -363,7 +363,7 @@ out:
 
 /* Collects the first text column of every row of s into a string array. */
 static int
-meta_collect_strings(struct meta_conn *c, sqlite3_stmt *s, char ***out,
+meta_query_collect_strings(struct meta_conn *c, sqlite3_stmt *s, char ***out,
     size_t *n, char **cause, const char *what)
 {
 	char	**v = NULL;
@@ -375,7 +375,7 @@ meta_collect_strings(struct meta_conn *c, sqlite3_stmt *s, char ***out,
 			cap = cap ? cap * 2 : 16;
 			v = xreallocarray(v, cap, sizeof *v);
 		}
-		v[nv++] = meta_column_strdup(s, 0);
+		v[nv++] = meta_query_column_strdup(s, 0);
 	}
 	sqlite3_reset(s);
 	if (rc != SQLITE_DONE) {
@@ -417,7 +417,7 @@ meta_query_services(struct meta_sqlite *ms, char ***out, size_t *n,
 			goto out;
 		}
 		free(last);
-		last = meta_column_strdup(s, 0);
+		last = meta_query_column_strdup(s, 0);
 		sqlite3_reset(s);
 		v = xreallocarray(v, nv + 1, sizeof *v);
 		v[nv++] = xstrdup(last);
@@ -462,7 +462,7 @@ meta_query_labels(struct meta_sqlite *ms, const char *service,
 				    SQLITE_STATIC);
 		} else if (service != NULL)
 			sqlite3_bind_text(s, 1, service, -1, SQLITE_STATIC);
-		ret = meta_collect_strings(c, s, out, n, cause,
+		ret = meta_query_collect_strings(c, s, out, n, cause,
 		    "list labels");
 	}
 	meta_sqlite_conn_put(ms, c);

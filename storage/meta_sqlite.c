@@ -173,7 +173,7 @@ meta_sqlite_error(sqlite3 *db, char **cause, const char *what)
 
 /* Runs SQL with no result rows. */
 static int
-meta_exec(sqlite3 *db, const char *sql, char **cause, const char *what)
+meta_sqlite_exec(sqlite3 *db, const char *sql, char **cause, const char *what)
 {
 	char	*err = NULL;
 
@@ -187,7 +187,7 @@ meta_exec(sqlite3 *db, const char *sql, char **cause, const char *what)
 
 /* Opens one connection to path and sets its per-connection pragmas. */
 static struct meta_conn *
-meta_conn_open(const char *path, char **cause)
+meta_sqlite_conn_open(const char *path, char **cause)
 {
 	struct meta_conn	*c;
 	sqlite3			*db = NULL;
@@ -205,7 +205,7 @@ meta_conn_open(const char *path, char **cause)
 	}
 	sqlite3_extended_result_codes(db, 1);
 	sqlite3_busy_timeout(db, META_BUSY_TIMEOUT_MS);
-	if (meta_exec(db, "PRAGMA synchronous = FULL;"
+	if (meta_sqlite_exec(db, "PRAGMA synchronous = FULL;"
 	    "PRAGMA mmap_size = " META_MMAP_SIZE ";"
 	    "PRAGMA temp_store = MEMORY;", cause, path) == -1) {
 		sqlite3_close(db);
@@ -218,7 +218,7 @@ meta_conn_open(const char *path, char **cause)
 
 /* Finalizes a connection's statements and closes it. */
 static void
-meta_conn_close(struct meta_conn *c)
+meta_sqlite_conn_close(struct meta_conn *c)
 {
 	size_t	i;
 
@@ -255,7 +255,7 @@ meta_sqlite_stmt(struct meta_conn *c, enum meta_stmt which, char **cause)
 
 /* Creates the schema on a new database; checks the version of an old one. */
 static int
-meta_schema_init(struct meta_conn *w, char **cause)
+meta_sqlite_schema_init(struct meta_conn *w, char **cause)
 {
 	sqlite3_stmt	*s = NULL;
 	int		 version = 0;
@@ -271,19 +271,19 @@ meta_schema_init(struct meta_conn *w, char **cause)
 		return xcause(cause, "schema version %d is newer than this "
 		    "profd (%d)", version, META_SCHEMA_VERSION);
 	/* auto_vacuum only takes effect before the first table exists. */
-	if (version == 0 && meta_exec(w->db, "PRAGMA auto_vacuum = "
+	if (version == 0 && meta_sqlite_exec(w->db, "PRAGMA auto_vacuum = "
 	    "INCREMENTAL", cause, "set auto_vacuum") == -1)
 		return -1;
-	if (meta_exec(w->db, "PRAGMA journal_mode = WAL", cause,
+	if (meta_sqlite_exec(w->db, "PRAGMA journal_mode = WAL", cause,
 	    "set journal_mode") == -1)
 		return -1;
-	if (meta_exec(w->db, "BEGIN IMMEDIATE", cause, "create schema") == -1)
+	if (meta_sqlite_exec(w->db, "BEGIN IMMEDIATE", cause, "create schema") == -1)
 		return -1;
 	snprintf(sql, sizeof sql, "PRAGMA user_version = %d",
 	    META_SCHEMA_VERSION);
-	if (meta_exec(w->db, meta_schema, cause, "create schema") == -1 ||
-	    meta_exec(w->db, sql, cause, "create schema") == -1 ||
-	    meta_exec(w->db, "COMMIT", cause, "create schema") == -1) {
+	if (meta_sqlite_exec(w->db, meta_schema, cause, "create schema") == -1 ||
+	    meta_sqlite_exec(w->db, sql, cause, "create schema") == -1 ||
+	    meta_sqlite_exec(w->db, "COMMIT", cause, "create schema") == -1) {
 		sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
 		return -1;
 	}
@@ -299,16 +299,16 @@ meta_sqlite_open(const char *path, char **cause)
 	char			 *mode = NULL;
 	sqlite3_stmt		*s = NULL;
 
-	if ((w = meta_conn_open(path, cause)) == NULL)
+	if ((w = meta_sqlite_conn_open(path, cause)) == NULL)
 		return NULL;
 	/* The writer touches every index on each insert: keep them cached.
 	 * After a checkpoint the WAL file is cut back to 64 MiB, so the
 	 * space retention frees really returns to the disk. */
-	if (meta_exec(w->db, "PRAGMA cache_size = -" META_WRITER_CACHE_KIB,
-	    cause, path) == -1 || meta_exec(w->db,
+	if (meta_sqlite_exec(w->db, "PRAGMA cache_size = -" META_WRITER_CACHE_KIB,
+	    cause, path) == -1 || meta_sqlite_exec(w->db,
 	    "PRAGMA journal_size_limit = 67108864", cause, path) == -1 ||
-	    meta_schema_init(w, cause) == -1) {
-		meta_conn_close(w);
+	    meta_sqlite_schema_init(w, cause) == -1) {
+		meta_sqlite_conn_close(w);
 		return NULL;
 	}
 	if (sqlite3_prepare_v2(w->db, "PRAGMA journal_mode", -1, &s,
@@ -340,11 +340,11 @@ meta_sqlite_close(struct meta_sqlite *ms)
 		return;
 	while ((c = ms->idle) != NULL) {
 		ms->idle = c->next;
-		meta_conn_close(c);
+		meta_sqlite_conn_close(c);
 	}
 	/* Let SQLite refresh its planner statistics, cheaply. */
 	sqlite3_exec(ms->writer->db, "PRAGMA optimize", NULL, NULL, NULL);
-	meta_conn_close(ms->writer);
+	meta_sqlite_conn_close(ms->writer);
 	pthread_mutex_destroy(&ms->pool_mu);
 	pthread_mutex_destroy(&ms->mu);
 	pthread_cond_destroy(&ms->cond);
@@ -364,7 +364,7 @@ meta_sqlite_conn_get(struct meta_sqlite *ms, char **cause)
 	pthread_mutex_unlock(&ms->pool_mu);
 	if (c != NULL)
 		return c;
-	return meta_conn_open(ms->path, cause);
+	return meta_sqlite_conn_open(ms->path, cause);
 }
 
 /* Resets anything left running (ending its read transaction) and pools c. */
@@ -385,14 +385,14 @@ meta_sqlite_conn_put(struct meta_sqlite *ms, struct meta_conn *c)
 
 /* Binds a string that may be NULL (stored as empty). */
 static int
-meta_bind_text(sqlite3_stmt *s, int i, const char *v)
+meta_sqlite_bind_text(sqlite3_stmt *s, int i, const char *v)
 {
 	return sqlite3_bind_text(s, i, v ? v : "", -1, SQLITE_STATIC);
 }
 
 /* Runs a statement expected to return no rows (or ignores them). */
 static int
-meta_step_done(struct meta_conn *c, sqlite3_stmt *s, char **cause,
+meta_sqlite_step_done(struct meta_conn *c, sqlite3_stmt *s, char **cause,
     const char *what)
 {
 	int	rc;
@@ -421,7 +421,7 @@ struct meta_lcache {
 
 /* Hashes (key, value) with FNV-1a into a slot index; sets kv and len. */
 static size_t
-meta_lcache_hash(const struct label *l, char *kv, size_t *len)
+meta_sqlite_lcache_hash(const struct label *l, char *kv, size_t *len)
 {
 	size_t		 klen = strlen(l->key), vlen = strlen(l->value), i;
 	uint64_t	 h = 1469598103934665603ULL;
@@ -436,7 +436,7 @@ meta_lcache_hash(const struct label *l, char *kv, size_t *len)
 
 /* Frees the cache's strings and the cache. */
 static void
-meta_lcache_free(struct meta_lcache *lc)
+meta_sqlite_lcache_free(struct meta_lcache *lc)
 {
 	size_t	i;
 
@@ -449,7 +449,7 @@ meta_lcache_free(struct meta_lcache *lc)
 
 /* Finds or creates the label (key, value); *id: OUT its label_id. */
 static int
-meta_label_id(struct meta_conn *w, struct meta_lcache *lc,
+meta_sqlite_label_id(struct meta_conn *w, struct meta_lcache *lc,
     const struct label *l, int64_t *id, char **cause)
 {
 	sqlite3_stmt	*s;
@@ -459,7 +459,7 @@ meta_label_id(struct meta_conn *w, struct meta_lcache *lc,
 
 	if (lc != NULL && l->key != NULL && l->value != NULL &&
 	    strlen(l->key) + strlen(l->value) + 1 < sizeof kv) {
-		h = meta_lcache_hash(l, kv, &len);
+		h = meta_sqlite_lcache_hash(l, kv, &len);
 		if (lc->slot[h].kv != NULL && lc->slot[h].len == len &&
 		    memcmp(lc->slot[h].kv, kv, len) == 0) {
 			*id = lc->slot[h].id;
@@ -470,14 +470,14 @@ meta_label_id(struct meta_conn *w, struct meta_lcache *lc,
 
 	if ((s = meta_sqlite_stmt(w, META_STMT_INSERT_LABEL, cause)) == NULL)
 		return -1;
-	meta_bind_text(s, 1, l->key);
-	meta_bind_text(s, 2, l->value);
-	if (meta_step_done(w, s, cause, "insert label") == -1)
+	meta_sqlite_bind_text(s, 1, l->key);
+	meta_sqlite_bind_text(s, 2, l->value);
+	if (meta_sqlite_step_done(w, s, cause, "insert label") == -1)
 		return -1;
 	if ((s = meta_sqlite_stmt(w, META_STMT_LABEL_ID, cause)) == NULL)
 		return -1;
-	meta_bind_text(s, 1, l->key);
-	meta_bind_text(s, 2, l->value);
+	meta_sqlite_bind_text(s, 1, l->key);
+	meta_sqlite_bind_text(s, 2, l->value);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW)
 		*id = sqlite3_column_int64(s, 0);
@@ -499,7 +499,7 @@ meta_label_id(struct meta_conn *w, struct meta_lcache *lc,
  * (may be NULL) caches label ids for this transaction.
  */
 static int
-meta_write_row(struct meta_conn *w, struct meta_lcache *lc,
+meta_sqlite_write_row(struct meta_conn *w, struct meta_lcache *lc,
     const struct profile_meta *m, char **cause)
 {
 	sqlite3_stmt	*s;
@@ -508,38 +508,38 @@ meta_write_row(struct meta_conn *w, struct meta_lcache *lc,
 
 	if ((s = meta_sqlite_stmt(w, META_STMT_INSERT_PROFILE, cause)) == NULL)
 		return -1;
-	meta_bind_text(s, 1, m->id);
-	meta_bind_text(s, 2, m->service);
-	meta_bind_text(s, 3, m->type);
+	meta_sqlite_bind_text(s, 1, m->id);
+	meta_sqlite_bind_text(s, 2, m->service);
+	meta_sqlite_bind_text(s, 3, m->type);
 	sqlite3_bind_int64(s, 4, m->created_at);
 	sqlite3_bind_int64(s, 5, m->size);
 	sqlite3_bind_int64(s, 6, m->samples);
-	meta_bind_text(s, 7, m->sample_types);
+	meta_sqlite_bind_text(s, 7, m->sample_types);
 	sqlite3_bind_int64(s, 8, m->duration_ns);
-	if (meta_step_done(w, s, cause, "insert profile") == -1)
+	if (meta_sqlite_step_done(w, s, cause, "insert profile") == -1)
 		return -1;
 	pk = sqlite3_last_insert_rowid(w->db);
 
 	for (i = 0; i < m->nlabels; i++) {
-		if (meta_label_id(w, lc, &m->labels[i], &label_id, cause) == -1)
+		if (meta_sqlite_label_id(w, lc, &m->labels[i], &label_id, cause) == -1)
 			return -1;
 		s = meta_sqlite_stmt(w, META_STMT_INSERT_PROFILE_LABEL, cause);
 		if (s == NULL)
 			return -1;
 		sqlite3_bind_int64(s, 1, label_id);
 		sqlite3_bind_int64(s, 2, pk);
-		meta_bind_text(s, 3, m->service);
+		meta_sqlite_bind_text(s, 3, m->service);
 		sqlite3_bind_int64(s, 4, m->created_at);
-		if (meta_step_done(w, s, cause, "insert profile label") == -1)
+		if (meta_sqlite_step_done(w, s, cause, "insert profile label") == -1)
 			return -1;
 		if (sqlite3_changes(w->db) == 0)
 			continue;	/* the same pair given twice */
 		s = meta_sqlite_stmt(w, META_STMT_SERVICE_LABEL_ADD, cause);
 		if (s == NULL)
 			return -1;
-		meta_bind_text(s, 1, m->service);
+		meta_sqlite_bind_text(s, 1, m->service);
 		sqlite3_bind_int64(s, 2, label_id);
-		if (meta_step_done(w, s, cause, "count service label") == -1)
+		if (meta_sqlite_step_done(w, s, cause, "count service label") == -1)
 			return -1;
 	}
 	return 0;
@@ -547,7 +547,7 @@ meta_write_row(struct meta_conn *w, struct meta_lcache *lc,
 
 /* Waits until this thread holds the writer. Called with mu held. */
 static void
-meta_writer_acquire_locked(struct meta_sqlite *ms)
+meta_sqlite_writer_acquire_locked(struct meta_sqlite *ms)
 {
 	while (ms->leader)
 		pthread_cond_wait(&ms->cond, &ms->mu);
@@ -556,7 +556,7 @@ meta_writer_acquire_locked(struct meta_sqlite *ms)
 
 /* Gives the writer up and wakes every waiter. Called with mu held. */
 static void
-meta_writer_release_locked(struct meta_sqlite *ms)
+meta_sqlite_writer_release_locked(struct meta_sqlite *ms)
 {
 	ms->leader = 0;
 	pthread_cond_broadcast(&ms->cond);
@@ -568,7 +568,7 @@ meta_writer_release_locked(struct meta_sqlite *ms)
  * Called holding the writer, without mu.
  */
 static void
-meta_commit_batch(struct meta_sqlite *ms, struct meta_put *batch,
+meta_sqlite_commit_batch(struct meta_sqlite *ms, struct meta_put *batch,
     int64_t *rows, int64_t *bytes)
 {
 	struct meta_conn	*w = ms->writer;
@@ -581,7 +581,7 @@ meta_commit_batch(struct meta_sqlite *ms, struct meta_put *batch,
 	if (p != NULL && ms->barrier != NULL &&
 	    ms->barrier(ms->barrier_arg, &why) == -1)
 		goto fail_all;
-	if (meta_exec(w->db, "BEGIN IMMEDIATE", &why, "begin") == -1)
+	if (meta_sqlite_exec(w->db, "BEGIN IMMEDIATE", &why, "begin") == -1)
 		goto fail_all;
 	for (p = batch; p != NULL; p = p->next) {
 		if (p->check != NULL &&
@@ -589,18 +589,18 @@ meta_commit_batch(struct meta_sqlite *ms, struct meta_put *batch,
 			p->rc = -1;
 			continue;
 		}
-		if (meta_exec(w->db, "SAVEPOINT row", &p->cause,
+		if (meta_sqlite_exec(w->db, "SAVEPOINT row", &p->cause,
 		    "savepoint") == -1) {
 			p->rc = -1;
 			continue;
 		}
-		if (meta_write_row(w, NULL, p->m, &p->cause) == -1) {
+		if (meta_sqlite_write_row(w, NULL, p->m, &p->cause) == -1) {
 			p->rc = -1;
 			sqlite3_exec(w->db, "ROLLBACK TO row", NULL, NULL, NULL);
 		}
 		sqlite3_exec(w->db, "RELEASE row", NULL, NULL, NULL);
 	}
-	if (meta_exec(w->db, "COMMIT", &why, "commit") == -1) {
+	if (meta_sqlite_exec(w->db, "COMMIT", &why, "commit") == -1) {
 		sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
 		goto fail_all;
 	}
@@ -631,15 +631,7 @@ meta_sqlite_set_barrier(struct meta_sqlite *ms, int (*fn)(void *, char **),
 	ms->barrier_arg = arg;
 }
 
-/* Queues one row for the group commit and waits until it is durable. */
-int
-meta_sqlite_insert(struct meta_sqlite *ms, const struct profile_meta *m,
-    char **cause)
-{
-	return meta_sqlite_insert_checked(ms, m, NULL, NULL, cause);
-}
-
-/* meta_sqlite_insert, with a check the leader runs after the barrier. */
+/* Queues one row for the group commit; waits until it is durable. */
 int
 meta_sqlite_insert_checked(struct meta_sqlite *ms,
     const struct profile_meta *m, int (*check)(void *, char **),
@@ -665,7 +657,7 @@ meta_sqlite_insert_checked(struct meta_sqlite *ms,
 		ms->pending_tail = &ms->pending;
 		pthread_mutex_unlock(&ms->mu);
 
-		meta_commit_batch(ms, batch, &rows, &bytes);
+		meta_sqlite_commit_batch(ms, batch, &rows, &bytes);
 
 		pthread_mutex_lock(&ms->mu);
 		if (ms->totals_known) {
@@ -678,7 +670,7 @@ meta_sqlite_insert_checked(struct meta_sqlite *ms,
 			batch->done = 1;	/* batch may be freed after */
 			batch = next;
 		}
-		meta_writer_release_locked(ms);
+		meta_sqlite_writer_release_locked(ms);
 	}
 	pthread_mutex_unlock(&ms->mu);
 	if (req.rc != 0) {
@@ -703,32 +695,32 @@ meta_sqlite_insert_many(struct meta_sqlite *ms, const struct profile_meta *m,
 	int			 ret = -1;
 
 	pthread_mutex_lock(&ms->mu);
-	meta_writer_acquire_locked(ms);
+	meta_sqlite_writer_acquire_locked(ms);
 	pthread_mutex_unlock(&ms->mu);
 
-	if (meta_exec(w->db, "BEGIN IMMEDIATE", cause, "begin") == -1)
+	if (meta_sqlite_exec(w->db, "BEGIN IMMEDIATE", cause, "begin") == -1)
 		goto out;
 	lc = xcalloc(1, sizeof *lc);
 	for (i = 0; i < n; i++) {
-		if (meta_write_row(w, lc, &m[i], cause) == -1) {
+		if (meta_sqlite_write_row(w, lc, &m[i], cause) == -1) {
 			sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
 			goto out;
 		}
 		bytes += m[i].size;
 	}
-	if (meta_exec(w->db, "COMMIT", cause, "commit") == -1) {
+	if (meta_sqlite_exec(w->db, "COMMIT", cause, "commit") == -1) {
 		sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
 		goto out;
 	}
 	ret = 0;
 out:
-	meta_lcache_free(lc);
+	meta_sqlite_lcache_free(lc);
 	pthread_mutex_lock(&ms->mu);
 	if (ret == 0 && ms->totals_known) {
 		ms->total_profiles += (int64_t)n;
 		ms->total_bytes += bytes;
 	}
-	meta_writer_release_locked(ms);
+	meta_sqlite_writer_release_locked(ms);
 	pthread_mutex_unlock(&ms->mu);
 	return ret;
 }
@@ -743,7 +735,7 @@ struct meta_expired {
 
 /* Deletes one profile's labels and row inside the open transaction. */
 static int
-meta_delete_row(struct meta_conn *w, const struct meta_expired *e,
+meta_sqlite_delete_row(struct meta_conn *w, const struct meta_expired *e,
     char **cause)
 {
 	sqlite3_stmt	*s, *sub, *gc;
@@ -767,28 +759,28 @@ meta_delete_row(struct meta_conn *w, const struct meta_expired *e,
 		if ((sub = meta_sqlite_stmt(w, META_STMT_SERVICE_LABEL_SUB,
 		    cause)) == NULL)
 			goto out;
-		meta_bind_text(sub, 1, e->service);
+		meta_sqlite_bind_text(sub, 1, e->service);
 		sqlite3_bind_int64(sub, 2, ids[i]);
-		if (meta_step_done(w, sub, cause, "count service label") == -1)
+		if (meta_sqlite_step_done(w, sub, cause, "count service label") == -1)
 			goto out;
 		if ((gc = meta_sqlite_stmt(w, META_STMT_SERVICE_LABEL_GC,
 		    cause)) == NULL)
 			goto out;
-		meta_bind_text(gc, 1, e->service);
+		meta_sqlite_bind_text(gc, 1, e->service);
 		sqlite3_bind_int64(gc, 2, ids[i]);
-		if (meta_step_done(w, gc, cause, "drop service label") == -1)
+		if (meta_sqlite_step_done(w, gc, cause, "drop service label") == -1)
 			goto out;
 	}
 	if ((s = meta_sqlite_stmt(w, META_STMT_DELETE_PROFILE_LABELS,
 	    cause)) == NULL)
 		goto out;
 	sqlite3_bind_int64(s, 1, e->pk);
-	if (meta_step_done(w, s, cause, "delete profile labels") == -1)
+	if (meta_sqlite_step_done(w, s, cause, "delete profile labels") == -1)
 		goto out;
 	if ((s = meta_sqlite_stmt(w, META_STMT_DELETE_PROFILE, cause)) == NULL)
 		goto out;
 	sqlite3_bind_int64(s, 1, e->pk);
-	if (meta_step_done(w, s, cause, "delete profile") == -1)
+	if (meta_sqlite_step_done(w, s, cause, "delete profile") == -1)
 		goto out;
 	ret = 0;
 out:
@@ -812,10 +804,10 @@ meta_sqlite_delete_before(struct meta_sqlite *ms, int64_t cutoff,
 	*ids = NULL;
 	*n = 0;
 	pthread_mutex_lock(&ms->mu);
-	meta_writer_acquire_locked(ms);
+	meta_sqlite_writer_acquire_locked(ms);
 	pthread_mutex_unlock(&ms->mu);
 
-	if (meta_exec(w->db, "BEGIN IMMEDIATE", cause, "delete: begin") == -1)
+	if (meta_sqlite_exec(w->db, "BEGIN IMMEDIATE", cause, "delete: begin") == -1)
 		goto out;
 	if ((s = meta_sqlite_stmt(w, META_STMT_EXPIRED, cause)) == NULL)
 		goto rollback;
@@ -837,15 +829,15 @@ meta_sqlite_delete_before(struct meta_sqlite *ms, int64_t cutoff,
 		goto rollback;
 	}
 	for (i = 0; i < nrows; i++) {
-		if (meta_delete_row(w, &rows[i], &why) == -1) {
+		if (meta_sqlite_delete_row(w, &rows[i], &why) == -1) {
 			xcause(cause, "delete %s: %s", rows[i].id, why);
 			goto rollback;
 		}
 		bytes += rows[i].size;
 	}
-	if (meta_exec(w->db, "COMMIT", cause, "delete: commit") == -1)
+	if (meta_sqlite_exec(w->db, "COMMIT", cause, "delete: commit") == -1)
 		goto rollback;
-	if (nrows > 0 && meta_exec(w->db, "PRAGMA incremental_vacuum("
+	if (nrows > 0 && meta_sqlite_exec(w->db, "PRAGMA incremental_vacuum("
 	    META_VACUUM_PAGES ")", &why, "incremental vacuum") == -1) {
 		log_warn("%s: %s", __func__, why);
 		free(why);
@@ -868,7 +860,7 @@ out:
 		ms->total_profiles -= (int64_t)nrows;
 		ms->total_bytes -= bytes;
 	}
-	meta_writer_release_locked(ms);
+	meta_sqlite_writer_release_locked(ms);
 	pthread_mutex_unlock(&ms->mu);
 	for (i = 0; i < nrows; i++) {
 		free(rows[i].id);
@@ -889,7 +881,7 @@ meta_sqlite_totals(struct meta_sqlite *ms, int64_t *profiles, int64_t *bytes,
 
 	pthread_mutex_lock(&ms->mu);
 	if (!ms->totals_known) {
-		meta_writer_acquire_locked(ms);
+		meta_sqlite_writer_acquire_locked(ms);
 		pthread_mutex_unlock(&ms->mu);
 		if (sqlite3_prepare_v2(ms->writer->db, "SELECT count(*), "
 		    "total(size) FROM profiles", -1, &s, NULL) != SQLITE_OK ||
@@ -903,7 +895,7 @@ meta_sqlite_totals(struct meta_sqlite *ms, int64_t *profiles, int64_t *bytes,
 			ms->totals_known = 1;
 		}
 		sqlite3_finalize(s);
-		meta_writer_release_locked(ms);
+		meta_sqlite_writer_release_locked(ms);
 	}
 	*profiles = ms->total_profiles;
 	*bytes = ms->total_bytes;

@@ -19,16 +19,11 @@ void			 meta_sqlite_close(struct meta_sqlite *);
 
 /*
  * Inserts one row durably, group-committed with concurrent callers:
- * returns once the transaction holding it is on disk. size is stored as
- * the row's size.
- */
-int	meta_sqlite_insert(struct meta_sqlite *, const struct profile_meta *m,
-	    char **cause);
-/*
- * The same, for a row that depends on something made durable outside
- * SQLite (its blob): the group's leader first runs the barrier set with
- * meta_sqlite_set_barrier once for the whole batch (one syncfs for all the
- * batch's blobs), then check(check_arg) for this row; a row whose check
+ * returns once the transaction holding it is on disk. For a row that
+ * depends on something made durable outside SQLite (its blob), the
+ * group's leader first runs the barrier set with meta_sqlite_set_barrier
+ * once for the whole batch (one syncfs for all the batch's blobs), then
+ * check(check_arg) for this row (check may be NULL); a row whose check
  * fails is left out and its insert fails with the check's cause.
  */
 int	meta_sqlite_insert_checked(struct meta_sqlite *,

@@ -107,7 +107,7 @@ store_totals(struct store *st, int64_t *profiles, int64_t *bytes,
 
 /* Frees the members of *m. */
 void
-profile_meta_clear(struct profile_meta *m)
+store_meta_clear(struct profile_meta *m)
 {
 	size_t	i;
 
@@ -128,14 +128,14 @@ profile_meta_clear(struct profile_meta *m)
 
 /* Frees n metas and the array. */
 void
-profile_meta_free_array(struct profile_meta *m, size_t n)
+store_meta_free_array(struct profile_meta *m, size_t n)
 {
 	size_t	i;
 
 	if (m == NULL)
 		return;
 	for (i = 0; i < n; i++)
-		profile_meta_clear(&m[i]);
+		store_meta_clear(&m[i]);
 	free(m);
 }
 

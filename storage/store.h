@@ -34,9 +34,9 @@ struct profile_meta {
 };
 
 /* Frees the members of *m (not m itself). */
-void	profile_meta_clear(struct profile_meta *m);
+void	store_meta_clear(struct profile_meta *m);
 /* Frees an array of n metas and the array. */
-void	profile_meta_free_array(struct profile_meta *m, size_t n);
+void	store_meta_free_array(struct profile_meta *m, size_t n);
 
 struct store_query {
 	const char		*service;	/* required */
@@ -76,7 +76,7 @@ int	store_put(struct store *, const struct profile_meta *m,
 
 /*
  * Lists metas matching q, newest first (created_at, then id, descending).
- * *out: OUT new array (free with profile_meta_free_array), *n: OUT count.
+ * *out: OUT new array (free with store_meta_free_array), *n: OUT count.
  */
 int	store_list(struct store *, const struct store_query *q,
 	    struct profile_meta **out, size_t *n, char **cause);

@@ -129,21 +129,21 @@ api_merge_query_work(struct httpjob *job)
 	if (n == 0) {
 		httpjob_error(job, 404, "no %s profiles of service %s matched",
 		    ma->qa.type, ma->qa.service);
-		profile_meta_free_array(metas, n);
+		store_meta_free_array(metas, n);
 		return;
 	}
 	if (n > max) {
 		httpjob_error(job, 413, "more than %zu profiles match "
 		    "(--max-merge-profiles); narrow the time range or labels, "
 		    "or set limit", max);
-		profile_meta_free_array(metas, n);
+		store_meta_free_array(metas, n);
 		return;
 	}
 	ma->ids = xcalloc(n, sizeof *ma->ids);
 	for (i = 0; i < n; i++)
 		ma->ids[i] = xstrdup(metas[i].id);
 	ma->nids = n;
-	profile_meta_free_array(metas, n);
+	store_meta_free_array(metas, n);
 	api_merge_ids_run(job, ma);
 }
 
@@ -202,12 +202,12 @@ api_merge_ids_work(struct httpjob *job)
 		if (strcmp(m.type, "trace") == 0) {
 			httpjob_error(job, 400, "profile %s is a trace; traces "
 			    "cannot be merged", ma->ids[i]);
-			profile_meta_clear(&m);
+			store_meta_clear(&m);
 			return;
 		}
 		if (i == 0)
 			ma->filename = api_merge_filename(m.service, m.type);
-		profile_meta_clear(&m);
+		store_meta_clear(&m);
 	}
 	api_merge_ids_run(job, ma);
 }

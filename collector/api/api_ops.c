@@ -117,7 +117,7 @@ api_ops_health_work(struct pool_job *pj)
 	memset(&m, 0, sizeof m);
 	h->rc = store_get(h->env->store, API_OPS_NO_SUCH_ID, &m, &h->cause);
 	if (h->rc == 0)
-		profile_meta_clear(&m);
+		store_meta_clear(&m);
 }
 
 /* Loop: answers unless the timer already did, then frees. */

@@ -63,7 +63,7 @@ api_profiles_upload_free(void *arg)
 {
 	struct api_profiles_upload_args *up = arg;
 
-	profile_meta_clear(&up->meta);
+	store_meta_clear(&up->meta);
 	if (up->body != NULL)
 		evbuffer_free(up->body);
 	free(up);
@@ -240,7 +240,7 @@ api_profiles_list_work(struct httpjob *job)
 	arr = json_array();
 	for (i = 0; i < n; i++)
 		json_array_append_new(arr, api_profiles_meta_json(&metas[i]));
-	profile_meta_free_array(metas, n);
+	store_meta_free_array(metas, n);
 	httpjob_json(job, arr);
 }
 

@@ -104,7 +104,7 @@ list(struct store *st, const char *service, const char *type, int64_t from,
 			strncat(ids, out[i].id, idslen - strlen(ids) - 1);
 		}
 	}
-	profile_meta_free_array(out, n);
+	store_meta_free_array(out, n);
 	return (ssize_t)n;
 }
 
@@ -255,7 +255,7 @@ main(void)
 	    strcmp(m.labels[1].key, "env") == 0 &&
 	    strcmp(m.labels[2].key, "host") == 0 &&
 	    strcmp(m.labels[2].value, "a") == 0, "labels sorted by key");
-	profile_meta_clear(&m);
+	store_meta_clear(&m);
 	rc = store_read_blob(st, idA, &got, &glen, &cause);
 	ok(rc == 0 && glen == blen && memcmp(got, blob, blen) == 0,
 	    "read_blob is byte-exact");
@@ -453,7 +453,7 @@ main(void)
 	    "rows survive restart");
 	rc = store_get(st, idA, &m, &cause);
 	ok(rc == 0 && m.nlabels == 3, "labels survive restart");
-	profile_meta_clear(&m);
+	store_meta_clear(&m);
 	rc = store_totals(st, &profiles, &bytes, &cause);
 	ok(rc == 0 && profiles == 68, "totals after restart");
 
@@ -480,7 +480,7 @@ main(void)
 	ok(rec.temp_files_removed == 1 && !exists(buf), "temp file removed");
 	ok(rec.missing_blobs == 1, "missing blob reported");
 	ok(store_get(st, idC, &m, &cause) == 0, "its row is kept");
-	profile_meta_clear(&m);
+	store_meta_clear(&m);
 
 	/* A row that fails after its blob was written: blob removed. */
 	rc = put(st, idC, "ooo", "cpu", 1000, NULL, 0, "new", 3, &cause);
@@ -533,7 +533,7 @@ main(void)
 	blob_path(idA, path, sizeof path);
 	ok(exists(path) && store_get(st, idA, &m, &cause) == 0,
 	    "the 8th oldest is still there");
-	profile_meta_clear(&m);
+	store_meta_clear(&m);
 	do {
 		rc = store_delete_before(st, 10030, 7, &deleted, &cause);
 	} while (rc == 0 && deleted > 0);
@@ -595,7 +595,7 @@ main(void)
 			if (i > 0 && out[i - 1].created_at < out[i].created_at)
 				bad++;
 		}
-		profile_meta_free_array(out, n);
+		store_meta_free_array(out, n);
 		ok(dup == 0 && bad == 0, "each exactly once, in order");
 		for (i = 0; i < CONC_THREADS * CONC_PUTS; i++) {
 			make_id(id, 20 + (int)i / CONC_PUTS, (int)i);

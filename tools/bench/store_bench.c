@@ -127,7 +127,7 @@ bench_queries(struct store *st, enum bench_query which, int64_t tmin,
 		}
 		lat[i] = bench_now() - t0;
 		total += n;
-		profile_meta_free_array(out, n);
+		store_meta_free_array(out, n);
 	}
 	qsort(lat, BENCH_REPS, sizeof *lat, bench_cmp);
 	printf("  %-48s p50 %6.3f ms  p99 %6.3f ms  max %6.3f ms  "
@@ -276,7 +276,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	tmax = out[0].created_at;
-	profile_meta_free_array(out, n);
+	store_meta_free_array(out, n);
 
 	printf("store_list, %d queries each:\n", BENCH_REPS);
 	for (i = 0; i < Q_COUNT; i++) {
