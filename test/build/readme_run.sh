@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The README's first command, as a new user runs it: in a fresh clone of
+# this repository, run the README's "make run" line (install, build, start
+# profd on 127.0.0.1:10100 with ./data) in the background, wait for
+# /healthz, upload a corpus profile, list it, download it, stop profd with
+# SIGTERM and check it stopped cleanly. Then, in a second fresh clone,
+# `make collector/profd` must build the daemon on its own too. Used by
+# .ci/run (it clones and builds, so it is not part of make check).
+#
+# usage: test/build/readme_run.sh [REPO]   (default: this checkout)
+set -u
+here=$(cd "$(dirname "$0")/../.." && pwd)
+repo=${1:-$here}
+: "${PROFD_CORPUS:=$here/../shared/corpus}"
+T_N=0 T_FAILED=0
+ok() { T_N=$((T_N + 1)); echo "ok $T_N - $*"; }
+not_ok() { T_N=$((T_N + 1)); T_FAILED=$((T_FAILED + 1)); echo "not ok $T_N - $*"; }
+diag() { printf '# %s\n' "$*"; }
+
+cmd=$(sed -n 's/^ *\(.*make run\) *#.*/\1/p' "$here/README" | head -n 1)
+[ -n "$cmd" ] && ok "the README gives a command with make run: $cmd" ||
+	not_ok "the README gives a command with make run"
+work=$(mktemp -d "${TMPDIR:-/tmp}/profd-readme.XXXXXX")
+pgid=
+cleanup() {
+	[ -n "$pgid" ] && kill -KILL -- "-$pgid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+url=http://127.0.0.1:10100
+
+if curl -s -o /dev/null "$url/healthz"; then
+	not_ok "port 10100 is free"
+	echo "1..$T_N"; exit 1
+fi
+git clone -q "$repo" "$work/clone" && ok "fresh clone" ||
+	not_ok "fresh clone"
+# The clone finds the corpus as ../shared/corpus, as in a real checkout.
+mkdir -p "$work/shared" && ln -s "$PROFD_CORPUS" "$work/shared/corpus"
+(cd "$work/clone" && exec setsid sh -c "$cmd" > "$work/run.log" 2>&1) &
+sleep 1
+pgid=$(ps -o pgid= -p $! 2>/dev/null | tr -d ' ')
+up=
+for i in $(seq 1 900); do
+	curl -sf -o /dev/null "$url/healthz" && { up=1; break; }
+	kill -0 $! 2>/dev/null || break
+	sleep 1
+done
+if [ -n "$up" ]; then
+	ok "'$cmd' starts profd: /healthz answers (after ${i} s)"
+else
+	not_ok "'$cmd' starts profd"
+	tail -n 30 "$work/run.log" | sed 's/^/# /'
+	echo "1..$T_N"; exit 1
+fi
+f=$(find "$PROFD_CORPUS/go" -name '*cpu*.pb.gz' 2>/dev/null | sort | head -n 1)
+id=$(curl -s --data-binary @"$f" \
+	"$url/api/0/profiles?service=readme&type=cpu&labels=from=ci" |
+	jq -r '.body.id // empty')
+[ -n "$id" ] && ok "upload of $(basename "$f") answers an id ($id)" ||
+	not_ok "upload answers an id"
+n=$(curl -s "$url/api/0/profiles?service=readme&type=cpu&labels=from=ci&from=2000-01-01T00:00:00" |
+	jq '.body | length')
+[ "$n" = 1 ] && ok "the list finds it" || not_ok "the list finds it (got $n)"
+curl -s -o "$work/back" "$url/api/0/profiles/$id" &&
+	cmp -s "$work/back" "$f" && ok "download is byte-identical" ||
+	not_ok "download is byte-identical"
+[ -f "$work/clone/data/meta.db" ] && ok "data lives in ./data" ||
+	not_ok "data lives in ./data"
+pid=$(pgrep -f "profd --addr 127.0.0.1:10100 --data-dir ./data" | head -n 1)
+if [ -n "$pid" ]; then
+	kill -TERM "$pid"
+	for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	if ! kill -0 "$pid" 2>/dev/null && grep -q 'stopped' "$work/run.log"; then
+		ok "SIGTERM stops profd cleanly"
+	else
+		not_ok "SIGTERM stops profd cleanly"
+		tail -n 10 "$work/run.log" | sed 's/^/# /'
+	fi
+else
+	not_ok "found the profd process"
+fi
+kill -KILL -- "-$pgid" 2>/dev/null; pgid=
+
+# make collector/profd alone, on another bare clone.
+git clone -q "$repo" "$work/clone2"
+if (cd "$work/clone2" && make collector/profd > "$work/build2.log" 2>&1) &&
+    [ -x "$work/clone2/profd" ] && "$work/clone2/profd" --version >/dev/null; then
+	ok "make collector/profd builds the daemon on a bare clone"
+else
+	not_ok "make collector/profd builds the daemon on a bare clone"
+	tail -n 20 "$work/build2.log" | sed 's/^/# /'
+fi
+echo "1..$T_N"
+[ "$T_FAILED" -eq 0 ]
