@@ -730,55 +730,46 @@ merge_combine(struct merge *into, struct merge *from, char **cause)
 	return 0;
 }
 
-/* Renumbering of one table for the result: new id + 1, or 0 if unused. */
+/*
+ * merge_result's renumbering of the tables: per entry, 0 if the result
+ * does not use it, else (once its phase has run) its id in the result;
+ * strings get their index in the result's string table. The counts are
+ * of the entries kept.
+ */
+struct merge_marks {
+	uint32_t	*sample, *loc, *fn, *map, *str;
+	size_t		 nsamples, nlocs, nfns, nmaps;
+};
+
+/* A zeroed renumbering of a table of n entries. */
 static uint32_t *
-merge_marks(size_t n)
+merge_marks_new(size_t n)
 {
 	return xcalloc(n + 1, sizeof(uint32_t));
 }
 
-/* Builds the merged Profile in m->out (see merge.h). */
-const Perftools__Profiles__Profile *
-merge_result(struct merge *m)
+/* The result's index of global string id (after merge_result_strings). */
+static inline int64_t
+merge_result_str(const struct merge_marks *mk, uint32_t id)
 {
-	static const Perftools__Profiles__Profile profile_init =
-	    PERFTOOLS__PROFILES__PROFILE__INIT;
-	static const Perftools__Profiles__ValueType vt_init =
-	    PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-	static const Perftools__Profiles__Sample sample_init =
-	    PERFTOOLS__PROFILES__SAMPLE__INIT;
-	static const Perftools__Profiles__Label label_init =
-	    PERFTOOLS__PROFILES__LABEL__INIT;
-	static const Perftools__Profiles__Location loc_init =
-	    PERFTOOLS__PROFILES__LOCATION__INIT;
-	static const Perftools__Profiles__Line line_init =
-	    PERFTOOLS__PROFILES__LINE__INIT;
-	static const Perftools__Profiles__Function fn_init =
-	    PERFTOOLS__PROFILES__FUNCTION__INIT;
-	static const Perftools__Profiles__Mapping map_init =
-	    PERFTOOLS__PROFILES__MAPPING__INIT;
-	struct arena *a = m->out;
-	Perftools__Profiles__Profile *p;
-	uint32_t *smark, *lmark, *fmark, *mmark, *strmark, len, n;
+	return (int64_t)mk->str[id];
+}
+
+/*
+ * Phase 1: marks what the nonzero samples reach (locations, then their
+ * functions and mappings, and every string any of them or the header
+ * uses) and numbers the kept locations, functions and mappings.
+ */
+static void
+merge_result_mark(const struct merge *m, struct merge_marks *mk)
+{
+	uint32_t *strmark = mk->str, len;
 	const uint32_t *key;
-	size_t i, j, nt = m->ntypes, nsamples = 0, nlocs = 0, nfns = 0;
-	size_t nmaps = 0, nstrs = 0, nlines;
-	uint32_t si;
+	size_t i, j, nt = m->ntypes;
 
-	arena_reset(a);
-	p = arena_alloc(a, sizeof *p);
-	*p = profile_init;
-
-	smark = merge_marks(m->samples.n);
-	lmark = merge_marks(m->locs.n);
-	fmark = merge_marks(m->funcs.n);
-	mmark = merge_marks(m->maps.n);
-	strmark = merge_marks(m->strs.n);
 #define USE_STR(id) do {						\
 	if (strmark[(id)] == 0) strmark[(id)] = 1;			\
 } while (0)
-
-	/* Mark what the nonzero samples reach. */
 	USE_STR(0);
 	for (i = 0; i < m->samples.n; i++) {
 		const int64_t *v = &m->values[i * nt];
@@ -788,11 +779,11 @@ merge_result(struct merge *m)
 				break;
 		if (j == nt)
 			continue;
-		smark[i] = 1;
-		nsamples++;
+		mk->sample[i] = 1;
+		mk->nsamples++;
 		key = merge_keys_key(&m->samples, (uint32_t)i, NULL);
 		for (j = 0; j < key[0]; j++)
-			lmark[key[2 + j]] = 1;
+			mk->loc[key[2 + j]] = 1;
 		for (j = 0; j < key[1]; j++) {
 			const uint32_t *kk = &key[2 + key[0] + 5 * j];
 
@@ -802,31 +793,31 @@ merge_result(struct merge *m)
 		}
 	}
 	for (i = 0; i < m->locs.n; i++) {
-		if (!lmark[i])
+		if (!mk->loc[i])
 			continue;
-		lmark[i] = (uint32_t)++nlocs;
+		mk->loc[i] = (uint32_t)++mk->nlocs;
 		key = merge_keys_key(&m->locs, (uint32_t)i, &len);
 		if (key[0] == 1) {
 			for (j = 0; j < (len / 4 - 1) / 5; j++)
 				if (key[1 + 5 * j] != 0)
-					fmark[key[1 + 5 * j] - 1] = 1;
+					mk->fn[key[1 + 5 * j] - 1] = 1;
 		}
 		if (m->loc_info[i].mapping != 0)
-			mmark[m->loc_info[i].mapping - 1] = 1;
+			mk->map[m->loc_info[i].mapping - 1] = 1;
 	}
 	for (i = 0; i < m->funcs.n; i++) {
-		if (!fmark[i])
+		if (!mk->fn[i])
 			continue;
-		fmark[i] = (uint32_t)++nfns;
+		mk->fn[i] = (uint32_t)++mk->nfns;
 		key = merge_keys_key(&m->funcs, (uint32_t)i, NULL);
 		USE_STR(key[0]);
 		USE_STR(key[1]);
 		USE_STR(key[2]);
 	}
 	for (i = 0; i < m->maps.n; i++) {
-		if (!mmark[i])
+		if (!mk->map[i])
 			continue;
-		mmark[i] = (uint32_t)++nmaps;
+		mk->map[i] = (uint32_t)++mk->nmaps;
 		key = merge_keys_key(&m->maps, (uint32_t)i, NULL);
 		USE_STR(key[6]);
 		USE_STR(key[7]);
@@ -844,18 +835,30 @@ merge_result(struct merge *m)
 	for (i = 0; i < m->ncomments; i++)
 		USE_STR(m->comments[i]);
 #undef USE_STR
+}
 
-	/* String table: new index = position among the used strings. */
+/*
+ * Phase 2: the string table (new index = position among the used
+ * strings), then the header fields, which refer to it.
+ */
+static void
+merge_result_strings(const struct merge *m, struct merge_marks *mk,
+    Perftools__Profiles__Profile *p)
+{
+	static const Perftools__Profiles__ValueType vt_init =
+	    PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+	struct arena *a = m->out;
+	size_t i, nt = m->ntypes, nstrs = 0;
+
 	p->string_table = arena_alloc(a, (m->strs.n + 1) * sizeof(char *));
 	for (i = 0; i < m->strs.n; i++) {
-		if (!strmark[i])
+		if (!mk->str[i])
 			continue;
-		strmark[i] = (uint32_t)nstrs;
+		mk->str[i] = (uint32_t)nstrs;
 		p->string_table[nstrs++] = (char *)merge_keys_key(&m->strs,
 		    (uint32_t)i, NULL);
 	}
 	p->n_string_table = nstrs;
-#define STR(id)	((int64_t)strmark[(id)])
 
 	p->n_sample_type = nt;
 	p->sample_type = arena_alloc(a, (nt + 1) * sizeof *p->sample_type);
@@ -863,87 +866,125 @@ merge_result(struct merge *m)
 		Perftools__Profiles__ValueType *vt = arena_alloc(a, sizeof *vt);
 
 		*vt = vt_init;
-		vt->type = STR(m->type_type[i]);
-		vt->unit = STR(m->type_unit[i]);
+		vt->type = merge_result_str(mk, m->type_type[i]);
+		vt->unit = merge_result_str(mk, m->type_unit[i]);
 		p->sample_type[i] = vt;
 	}
 	if (m->have_period_type) {
 		p->period_type = arena_alloc(a, sizeof *p->period_type);
 		*p->period_type = vt_init;
-		p->period_type->type = STR(m->period_type);
-		p->period_type->unit = STR(m->period_unit);
+		p->period_type->type = merge_result_str(mk, m->period_type);
+		p->period_type->unit = merge_result_str(mk, m->period_unit);
 	}
 	p->period = m->period;
 	p->time_nanos = m->time_nanos;
 	p->duration_nanos = m->duration_nanos;
-	p->default_sample_type = STR(m->default_sample_type);
-	p->drop_frames = STR(m->drop_frames);
-	p->keep_frames = STR(m->keep_frames);
-	p->doc_url = STR(m->doc_url);
+	p->default_sample_type = merge_result_str(mk, m->default_sample_type);
+	p->drop_frames = merge_result_str(mk, m->drop_frames);
+	p->keep_frames = merge_result_str(mk, m->keep_frames);
+	p->doc_url = merge_result_str(mk, m->doc_url);
 	p->n_comment = m->ncomments;
 	p->comment = arena_alloc(a, (m->ncomments + 1) * sizeof *p->comment);
 	for (i = 0; i < m->ncomments; i++)
-		p->comment[i] = STR(m->comments[i]);
+		p->comment[i] = merge_result_str(mk, m->comments[i]);
+}
 
-	/* Mappings. */
-	p->n_mapping = nmaps;
-	p->mapping = arena_alloc(a, (nmaps + 1) * sizeof *p->mapping);
+/* Phase 3: the mappings kept. */
+static void
+merge_result_mappings(const struct merge *m, const struct merge_marks *mk,
+    Perftools__Profiles__Profile *p)
+{
+	static const Perftools__Profiles__Mapping map_init =
+	    PERFTOOLS__PROFILES__MAPPING__INIT;
+	struct arena *a = m->out;
+	const uint32_t *key;
+	size_t i;
+	uint32_t n;
+
+	p->n_mapping = mk->nmaps;
+	p->mapping = arena_alloc(a, (mk->nmaps + 1) * sizeof *p->mapping);
 	for (i = 0, n = 0; i < m->maps.n; i++) {
 		Perftools__Profiles__Mapping *mp;
 		uint8_t fl = m->map_flags[i];
 
-		if (!mmark[i])
+		if (!mk->map[i])
 			continue;
 		key = merge_keys_key(&m->maps, (uint32_t)i, NULL);
 		mp = arena_alloc(a, sizeof *mp);
 		*mp = map_init;
-		mp->id = mmark[i];
+		mp->id = mk->map[i];
 		memcpy(&mp->memory_start, &key[0], 8);
 		memcpy(&mp->memory_limit, &key[2], 8);
 		memcpy(&mp->file_offset, &key[4], 8);
-		mp->filename = STR(key[6]);
-		mp->build_id = STR(key[7]);
+		mp->filename = merge_result_str(mk, key[6]);
+		mp->build_id = merge_result_str(mk, key[7]);
 		mp->has_functions = (fl & 1) != 0;
 		mp->has_filenames = (fl & 2) != 0;
 		mp->has_line_numbers = (fl & 4) != 0;
 		mp->has_inline_frames = (fl & 8) != 0;
 		p->mapping[n++] = mp;
 	}
+}
 
-	/* Functions. */
-	p->n_function = nfns;
-	p->function = arena_alloc(a, (nfns + 1) * sizeof *p->function);
+/* Phase 4: the functions kept. */
+static void
+merge_result_functions(const struct merge *m, const struct merge_marks *mk,
+    Perftools__Profiles__Profile *p)
+{
+	static const Perftools__Profiles__Function fn_init =
+	    PERFTOOLS__PROFILES__FUNCTION__INIT;
+	struct arena *a = m->out;
+	const uint32_t *key;
+	size_t i;
+	uint32_t n;
+
+	p->n_function = mk->nfns;
+	p->function = arena_alloc(a, (mk->nfns + 1) * sizeof *p->function);
 	for (i = 0, n = 0; i < m->funcs.n; i++) {
 		Perftools__Profiles__Function *f;
 
-		if (!fmark[i])
+		if (!mk->fn[i])
 			continue;
 		key = merge_keys_key(&m->funcs, (uint32_t)i, NULL);
 		f = arena_alloc(a, sizeof *f);
 		*f = fn_init;
-		f->id = fmark[i];
-		f->name = STR(key[0]);
-		f->system_name = STR(key[1]);
-		f->filename = STR(key[2]);
+		f->id = mk->fn[i];
+		f->name = merge_result_str(mk, key[0]);
+		f->system_name = merge_result_str(mk, key[1]);
+		f->filename = merge_result_str(mk, key[2]);
 		f->start_line = m->func_start[i];
 		p->function[n++] = f;
 	}
+}
 
-	/* Locations; their lines come straight from the key. */
-	p->n_location = nlocs;
-	p->location = arena_alloc(a, (nlocs + 1) * sizeof *p->location);
+/* Phase 5: the locations kept; their lines come straight from the key. */
+static void
+merge_result_locations(const struct merge *m, const struct merge_marks *mk,
+    Perftools__Profiles__Profile *p)
+{
+	static const Perftools__Profiles__Location loc_init =
+	    PERFTOOLS__PROFILES__LOCATION__INIT;
+	static const Perftools__Profiles__Line line_init =
+	    PERFTOOLS__PROFILES__LINE__INIT;
+	struct arena *a = m->out;
+	const uint32_t *key;
+	size_t i, j, nlines;
+	uint32_t len, n;
+
+	p->n_location = mk->nlocs;
+	p->location = arena_alloc(a, (mk->nlocs + 1) * sizeof *p->location);
 	for (i = 0, n = 0; i < m->locs.n; i++) {
 		Perftools__Profiles__Location *l;
 		const struct merge_loc *li = &m->loc_info[i];
 
-		if (!lmark[i])
+		if (!mk->loc[i])
 			continue;
 		key = merge_keys_key(&m->locs, (uint32_t)i, &len);
 		l = arena_alloc(a, sizeof *l);
 		*l = loc_init;
-		l->id = lmark[i];
+		l->id = mk->loc[i];
 		l->address = li->address;
-		l->mapping_id = li->mapping ? mmark[li->mapping - 1] : 0;
+		l->mapping_id = li->mapping ? mk->map[li->mapping - 1] : 0;
 		l->is_folded = li->folded;
 		nlines = key[0] == 1 ? (len / 4 - 1) / 5 : 0;
 		l->n_line = nlines;
@@ -954,21 +995,35 @@ merge_result(struct merge *m)
 			const uint32_t *k = &key[1 + 5 * j];
 
 			*ln = line_init;
-			ln->function_id = k[0] ? fmark[k[0] - 1] : 0;
+			ln->function_id = k[0] ? mk->fn[k[0] - 1] : 0;
 			memcpy(&ln->line, &k[1], 8);
 			memcpy(&ln->column, &k[3], 8);
 			l->line[j] = ln;
 		}
 		p->location[n++] = l;
 	}
+}
 
-	/* Samples. */
-	p->n_sample = nsamples;
-	p->sample = arena_alloc(a, (nsamples + 1) * sizeof *p->sample);
+/* Phase 6: the nonzero samples, with their labels. */
+static void
+merge_result_samples(const struct merge *m, const struct merge_marks *mk,
+    Perftools__Profiles__Profile *p)
+{
+	static const Perftools__Profiles__Sample sample_init =
+	    PERFTOOLS__PROFILES__SAMPLE__INIT;
+	static const Perftools__Profiles__Label label_init =
+	    PERFTOOLS__PROFILES__LABEL__INIT;
+	struct arena *a = m->out;
+	const uint32_t *key;
+	size_t j, nt = m->ntypes;
+	uint32_t si, n;
+
+	p->n_sample = mk->nsamples;
+	p->sample = arena_alloc(a, (mk->nsamples + 1) * sizeof *p->sample);
 	for (si = 0, n = 0; si < m->samples.n; si++) {
 		Perftools__Profiles__Sample *s;
 
-		if (!smark[si])
+		if (!mk->sample[si])
 			continue;
 		key = merge_keys_key(&m->samples, si, NULL);
 		s = arena_alloc(a, sizeof *s);
@@ -977,7 +1032,7 @@ merge_result(struct merge *m)
 		s->location_id = arena_alloc(a, (key[0] + 1) *
 		    sizeof *s->location_id);
 		for (j = 0; j < key[0]; j++)
-			s->location_id[j] = lmark[key[2 + j]];
+			s->location_id[j] = mk->loc[key[2 + j]];
 		s->n_value = nt;
 		s->value = arena_alloc(a, (nt + 1) * sizeof *s->value);
 		memcpy(s->value, &m->values[(size_t)si * nt],
@@ -990,20 +1045,48 @@ merge_result(struct merge *m)
 			    sizeof *lb);
 
 			*lb = label_init;
-			lb->key = STR(kk[0]);
-			lb->str = STR(kk[1]);
+			lb->key = merge_result_str(mk, kk[0]);
+			lb->str = merge_result_str(mk, kk[1]);
 			memcpy(&lb->num, &kk[2], 8);
-			lb->num_unit = STR(kk[4]);
+			lb->num_unit = merge_result_str(mk, kk[4]);
 			s->label[j] = lb;
 		}
 		p->sample[n++] = s;
 	}
-#undef STR
-	free(smark);
-	free(lmark);
-	free(fmark);
-	free(mmark);
-	free(strmark);
+}
+
+/* Builds the merged Profile in m->out (see merge.h), phase by phase. */
+const Perftools__Profiles__Profile *
+merge_result(struct merge *m)
+{
+	static const Perftools__Profiles__Profile profile_init =
+	    PERFTOOLS__PROFILES__PROFILE__INIT;
+	Perftools__Profiles__Profile *p;
+	struct merge_marks mk;
+
+	arena_reset(m->out);
+	p = arena_alloc(m->out, sizeof *p);
+	*p = profile_init;
+
+	memset(&mk, 0, sizeof mk);
+	mk.sample = merge_marks_new(m->samples.n);
+	mk.loc = merge_marks_new(m->locs.n);
+	mk.fn = merge_marks_new(m->funcs.n);
+	mk.map = merge_marks_new(m->maps.n);
+	mk.str = merge_marks_new(m->strs.n);
+
+	merge_result_mark(m, &mk);
+	merge_result_strings(m, &mk, p);
+	merge_result_mappings(m, &mk, p);
+	merge_result_functions(m, &mk, p);
+	merge_result_locations(m, &mk, p);
+	merge_result_samples(m, &mk, p);
+
+	free(mk.sample);
+	free(mk.loc);
+	free(mk.fn);
+	free(mk.map);
+	free(mk.str);
 	return p;
 }
 
