@@ -178,12 +178,12 @@ merge_free(struct merge *m)
 	free(m);
 }
 
+/* Inputs folded in, directly or through merge_combine. */
 size_t merge_count(const struct merge *m) { return m->ninputs; }
+/* Distinct samples held (some may sum to zero). */
 size_t merge_samples(const struct merge *m) { return m->samples.n; }
+/* Distinct locations held. */
 size_t merge_locations(const struct merge *m) { return m->locs.n; }
-size_t merge_functions(const struct merge *m) { return m->funcs.n; }
-size_t merge_mappings(const struct merge *m) { return m->maps.n; }
-size_t merge_strings(const struct merge *m) { return m->strs.n; }
 
 /* Fixes the sample types before the first input. */
 void
@@ -204,6 +204,7 @@ merge_expect_types(struct merge *m, size_t n, const char *const *type,
 	m->types_fixed = 1;
 }
 
+/* Number of sample types. */
 size_t
 merge_ntypes(const struct merge *m)
 {
