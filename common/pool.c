@@ -130,7 +130,7 @@ pool_new(struct event_base *base, int nworkers, int max_queue)
 
 /* Queues job; the caller holds pool->lock. */
 static void
-do_pool_enqueue(struct pool *pool, struct pool_job *job)
+pool_enqueue(struct pool *pool, struct pool_job *job)
 {
 	TAILQ_INSERT_TAIL(&pool->queue, job, entry);
 	pool->nqueued++;
@@ -146,7 +146,7 @@ pool_submit(struct pool *pool, struct pool_job *job)
 
 	pthread_mutex_lock(&pool->lock);
 	if (!pool->stopping && pool->nqueued < pool->max_queue) {
-		do_pool_enqueue(pool, job);
+		pool_enqueue(pool, job);
 		rc = 0;
 	}
 	pthread_mutex_unlock(&pool->lock);
@@ -158,7 +158,7 @@ void
 pool_submit_force(struct pool *pool, struct pool_job *job)
 {
 	pthread_mutex_lock(&pool->lock);
-	do_pool_enqueue(pool, job);
+	pool_enqueue(pool, job);
 	pthread_mutex_unlock(&pool->lock);
 }
 
