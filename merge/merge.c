@@ -1,10 +1,11 @@
 /*
  * Merging profiles by symbolized stack keys.
  *
- * Everything a merge holds lives in "keysets": an append-only pool of keys
- * (byte strings) with an open-addressing hash table of precomputed 32-bit
- * hashes, so that each distinct string, function, mapping, location and
- * sample is stored once and found again by content:
+ * Everything a merge holds lives in "keysets" (merge_keys.c): an
+ * append-only pool of keys (byte strings) with an open-addressing hash
+ * table of precomputed 32-bit hashes, so that each distinct string,
+ * function, mapping, location and sample is stored once and found again
+ * by content:
  *
  *   string    its bytes (kept NUL-terminated for the output string table)
  *   function  (name, system name, file name) as string ids
@@ -16,14 +17,15 @@
  *             of one program merge function for function.
  *   sample    its location ids, then its labels sorted
  *
- * merge_add translates one input's tables to these global ids once (strings
- * lazily, on first use), after which each sample costs one key build, one
- * hash and one probe. Values of equal samples add per sample type, after
- * the input's sample types are aligned to the first input's order.
- * merge_result builds a fresh Profile from the keysets, keeping only the
- * nonzero samples and the locations, functions, mappings and strings they
- * reach. merge_combine folds one merge into another through that result,
- * which is how parallel shares are joined (merge_run.c).
+ * (merge_int.h gives the exact layouts.) merge_add translates one input's
+ * tables to these global ids once (strings lazily, on first use), after
+ * which each sample costs one key build, one hash and one probe. Values of
+ * equal samples add per sample type, after the input's sample types are
+ * aligned to the first input's order. merge_result (merge_result.c) builds
+ * a fresh Profile from the keysets, keeping only the nonzero samples and
+ * the locations, functions, mappings and strings they reach.
+ * merge_combine folds one merge into another through that result, which
+ * is how parallel shares are joined (merge_run.c).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,254 +33,18 @@
 
 #include "common/arena.h"
 #include "merge/merge.h"
+#include "merge/merge_int.h"
+#include "merge/merge_keys.h"
 #include "common/xmalloc.h"
-#include "proto/pprof.h"
 
-#define NONE	UINT32_MAX
-
-/* An append-only set of byte-string keys with a hash index. */
-struct keyset {
-	uint8_t		*pool;		/* keys, each NUL-terminated, 4-aligned */
-	size_t		 pool_len;
-	size_t		 pool_cap;
-	struct keyset_entry {
-		size_t	 off;
-		uint32_t len;
-		uint32_t hash;
-	}		*ents;
-	size_t		 n;
-	size_t		 cap;
-	uint64_t	*slots;		/* hash << 32 | (index + 1); 0 empty */
-	size_t		 mask;
-};
-
-/* Translation of one input id space (functions, mappings, locations). */
-struct idmap {
-	int		 dense;		/* id == index + 1 for every entry */
-	uint64_t	*keys;
-	uint32_t	*vals;
-	size_t		 mask;
-	size_t		 cap;
-};
-
-/* A label while a sample key is being built. */
-struct merge_label {
-	uint32_t	 key;
-	uint32_t	 str;
-	int64_t		 num;
-	uint32_t	 unit;
-};
-
-struct merge {
-	size_t		 ninputs;
-	int		 mismatch;	/* last failure: sample types differ */
-
-	struct keyset	 strs;
-	struct keyset	 funcs;
-	int64_t		*func_start;	/* start_line per function */
-	struct keyset	 maps;
-	uint8_t		*map_flags;	/* has_functions.. bits per mapping */
-	struct keyset	 locs;
-	struct merge_loc {
-		uint64_t address;
-		uint32_t mapping;	/* mapping index + 1, 0 none */
-		uint32_t folded;
-	}		*loc_info;
-	struct keyset	 samples;
-	int64_t		*values;	/* ntypes per sample */
-	size_t		 info_cap[4];	/* capacities of the arrays above */
-
-	/* Header of the result. */
-	size_t		 ntypes;
-	int		 types_fixed;	/* set by merge_expect_types */
-	uint32_t	*type_type;
-	uint32_t	*type_unit;
-	int		 have_period_type;
-	uint32_t	 period_type;
-	uint32_t	 period_unit;
-	int64_t		 period;
-	int64_t		 time_nanos;
-	int64_t		 duration_nanos;
-	uint32_t	 default_sample_type;
-	uint32_t	 drop_frames;
-	uint32_t	 keep_frames;
-	uint32_t	 doc_url;
-	uint32_t	*comments;
-	size_t		 ncomments;
-
-	/* Per-input scratch, reused from one input to the next. */
-	uint32_t	*str_map;
-	size_t		 str_map_cap;
-	uint32_t	*fn_map, *map_map, *map_key, *loc_map;
-	size_t		 fn_cap, map_cap, map_key_cap, loc_cap;
-	uint8_t		*type_used;
-	size_t		 type_used_cap;
-	struct idmap	 fn_ids, map_ids, loc_ids;
-	uint64_t	*id_scratch;
-	size_t		 id_scratch_cap;
-	uint32_t	*key;
-	size_t		 key_cap;
-	struct merge_label *labels;
-	size_t		 labels_cap;
-	size_t		*perm;
-	size_t		 perm_cap;
-
-	/* merge_result's output, rebuilt on each call. */
-	struct arena	*out;
-};
-
-/* Grows *arr (of elsize elements, capacity *cap) to hold need elements. */
-static void
-merge_grow(void *arrp, size_t *cap, size_t need, size_t elsize)
-{
-	void **arr = arrp;
-	size_t ncap;
-
-	if (need <= *cap)
-		return;
-	ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	*arr = xreallocarray(*arr, ncap, elsize);
-	*cap = ncap;
-}
-
-/* A 64-bit hash of n bytes, folded to 32 bits (inputs are not hostile
- * enough to need a keyed hash: a flood only slows its own merge). */
-static uint32_t
-merge_hash(const void *data, size_t n)
-{
-	const uint8_t *p = data;
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (n * 0xff51afd7ed558ccdULL);
-	uint64_t w;
-
-	while (n >= 8) {
-		memcpy(&w, p, 8);
-		w *= 0x87c37b91114253d5ULL;
-		w = (w << 31) | (w >> 33);
-		h ^= w * 0x4cf5ad432745937fULL;
-		h = ((h << 27) | (h >> 37)) * 5 + 0x52dce729;
-		p += 8;
-		n -= 8;
-	}
-	if (n > 0) {
-		w = 0;
-		memcpy(&w, p, n);
-		w *= 0x87c37b91114253d5ULL;
-		w = (w << 31) | (w >> 33);
-		h ^= w * 0x4cf5ad432745937fULL;
-	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return (uint32_t)h;
-}
-
-/* Prepares an empty keyset. */
-static void
-keyset_init(struct keyset *ks)
-{
-	memset(ks, 0, sizeof *ks);
-	ks->mask = 63;
-	ks->slots = xcalloc(ks->mask + 1, sizeof *ks->slots);
-}
-
-static void
-keyset_clear(struct keyset *ks)
-{
-	free(ks->pool);
-	free(ks->ents);
-	free(ks->slots);
-	memset(ks, 0, sizeof *ks);
-}
-
-/* The key stored at index i. */
-static inline const void *
-keyset_key(const struct keyset *ks, uint32_t i, uint32_t *len)
-{
-	if (len != NULL)
-		*len = ks->ents[i].len;
-	return ks->pool + ks->ents[i].off;
-}
-
-/* Doubles the hash index. */
-static void
-keyset_rehash(struct keyset *ks)
-{
-	size_t nmask = ks->mask * 2 + 1, i, pos;
-	uint64_t *nslots = xcalloc(nmask + 1, sizeof *nslots);
-
-	for (i = 0; i <= ks->mask; i++) {
-		if (ks->slots[i] == 0)
-			continue;
-		pos = (ks->slots[i] >> 32) & nmask;
-		while (nslots[pos] != 0)
-			pos = (pos + 1) & nmask;
-		nslots[pos] = ks->slots[i];
-	}
-	free(ks->slots);
-	ks->slots = nslots;
-	ks->mask = nmask;
-}
-
-/*
- * Finds key (len bytes) or adds it. Returns its index; *added tells which.
- */
-static uint32_t
-keyset_put(struct keyset *ks, const void *key, size_t len, int *added)
-{
-	uint32_t h = merge_hash(key, len), idx;
-	size_t pos = h & ks->mask, need;
-	uint64_t slot;
-	struct keyset_entry *e;
-
-	while ((slot = ks->slots[pos]) != 0) {
-		if ((uint32_t)(slot >> 32) == h) {
-			idx = (uint32_t)slot - 1;
-			e = &ks->ents[idx];
-			if (e->len == len && memcmp(ks->pool + e->off, key,
-			    len) == 0) {
-				if (added != NULL)
-					*added = 0;
-				return idx;
-			}
-		}
-		pos = (pos + 1) & ks->mask;
-	}
-	need = ks->pool_len + ((len + 1 + 3) & ~(size_t)3);
-	if (need > ks->pool_cap) {
-		size_t ncap = ks->pool_cap ? ks->pool_cap : 4096;
-
-		while (ncap < need)
-			ncap *= 2;
-		ks->pool = xreallocarray(ks->pool, ncap, 1);
-		ks->pool_cap = ncap;
-	}
-	merge_grow(&ks->ents, &ks->cap, ks->n + 1, sizeof *ks->ents);
-	idx = (uint32_t)ks->n++;
-	e = &ks->ents[idx];
-	e->off = ks->pool_len;
-	e->len = (uint32_t)len;
-	e->hash = h;
-	if (len > 0)
-		memcpy(ks->pool + e->off, key, len);
-	memset(ks->pool + e->off + len, 0, need - ks->pool_len - len);
-	ks->pool_len = need;
-	ks->slots[pos] = ((uint64_t)h << 32) | ((uint64_t)idx + 1);
-	if (ks->n * 2 > ks->mask + 1)
-		keyset_rehash(ks);
-	if (added != NULL)
-		*added = 1;
-	return idx;
-}
+/* An unknown input id, or an input string not interned yet. */
+#define NONE	MERGE_KEYS_NONE
 
 /* Interns a string; returns its global id. */
 static uint32_t
 merge_intern(struct merge *m, const char *s)
 {
-	return keyset_put(&m->strs, s, strlen(s), NULL);
+	return merge_keys_put(&m->strs, s, strlen(s), NULL);
 }
 
 /* Global string id of input string idx, interned on first use. */
@@ -296,77 +62,17 @@ merge_str(struct merge *m, const Perftools__Profiles__Profile *p,
 	return 0;
 }
 
-/* Builds the id -> index translation for n ids. */
-static int
-idmap_build(struct idmap *im, const uint64_t *ids, size_t n, const char *what,
-    char **cause)
-{
-	size_t i, pos, size;
-
-	im->dense = 1;
-	for (i = 0; i < n; i++) {
-		if (ids[i] != i + 1) {
-			im->dense = 0;
-			break;
-		}
-	}
-	if (im->dense)
-		return 0;
-	for (size = 16; size < n * 2; size *= 2)
-		;
-	if (size > im->cap) {
-		im->keys = xreallocarray(im->keys, size, sizeof *im->keys);
-		im->vals = xreallocarray(im->vals, size, sizeof *im->vals);
-		im->cap = size;
-	}
-	im->mask = size - 1;
-	memset(im->keys, 0, size * sizeof *im->keys);
-	for (i = 0; i < n; i++) {
-		if (ids[i] == 0)
-			return xcause(cause, "%s %zu has id 0", what, i);
-		pos = (ids[i] * 0x9e3779b97f4a7c15ULL >> 32) & im->mask;
-		while (im->keys[pos] != 0) {
-			if (im->keys[pos] == ids[i])
-				return xcause(cause, "duplicate %s id %llu",
-				    what, (unsigned long long)ids[i]);
-			pos = (pos + 1) & im->mask;
-		}
-		im->keys[pos] = ids[i];
-		im->vals[pos] = (uint32_t)i;
-	}
-	return 0;
-}
-
-/* Index of id among the n entries, or NONE. */
-static inline uint32_t
-idmap_get(const struct idmap *im, uint64_t id, size_t n)
-{
-	size_t pos;
-
-	if (im->dense)
-		return (id >= 1 && id <= n) ? (uint32_t)(id - 1) : NONE;
-	if (id == 0)
-		return NONE;
-	pos = (id * 0x9e3779b97f4a7c15ULL >> 32) & im->mask;
-	while (im->keys[pos] != 0) {
-		if (im->keys[pos] == id)
-			return im->vals[pos];
-		pos = (pos + 1) & im->mask;
-	}
-	return NONE;
-}
-
 /* Creates an empty merge. */
 struct merge *
 merge_new(void)
 {
 	struct merge *m = xcalloc(1, sizeof *m);
 
-	keyset_init(&m->strs);
-	keyset_init(&m->funcs);
-	keyset_init(&m->maps);
-	keyset_init(&m->locs);
-	keyset_init(&m->samples);
+	merge_keys_init(&m->strs);
+	merge_keys_init(&m->funcs);
+	merge_keys_init(&m->maps);
+	merge_keys_init(&m->locs);
+	merge_keys_init(&m->samples);
 	merge_intern(m, "");		/* string 0 is always "" */
 	m->out = arena_new(0);
 	return m;
@@ -378,11 +84,11 @@ merge_free(struct merge *m)
 {
 	if (m == NULL)
 		return;
-	keyset_clear(&m->strs);
-	keyset_clear(&m->funcs);
-	keyset_clear(&m->maps);
-	keyset_clear(&m->locs);
-	keyset_clear(&m->samples);
+	merge_keys_clear(&m->strs);
+	merge_keys_clear(&m->funcs);
+	merge_keys_clear(&m->maps);
+	merge_keys_clear(&m->locs);
+	merge_keys_clear(&m->samples);
 	free(m->func_start);
 	free(m->map_flags);
 	free(m->loc_info);
@@ -395,12 +101,9 @@ merge_free(struct merge *m)
 	free(m->map_map);
 	free(m->map_key);
 	free(m->loc_map);
-	free(m->fn_ids.keys);
-	free(m->fn_ids.vals);
-	free(m->map_ids.keys);
-	free(m->map_ids.vals);
-	free(m->loc_ids.keys);
-	free(m->loc_ids.vals);
+	merge_keys_idmap_clear(&m->fn_ids);
+	merge_keys_idmap_clear(&m->map_ids);
+	merge_keys_idmap_clear(&m->loc_ids);
 	free(m->id_scratch);
 	free(m->key);
 	free(m->labels);
@@ -410,12 +113,12 @@ merge_free(struct merge *m)
 	free(m);
 }
 
+/* Inputs folded in, directly or through merge_combine. */
 size_t merge_count(const struct merge *m) { return m->ninputs; }
+/* Distinct samples held (some may sum to zero). */
 size_t merge_samples(const struct merge *m) { return m->samples.n; }
+/* Distinct locations held. */
 size_t merge_locations(const struct merge *m) { return m->locs.n; }
-size_t merge_functions(const struct merge *m) { return m->funcs.n; }
-size_t merge_mappings(const struct merge *m) { return m->maps.n; }
-size_t merge_strings(const struct merge *m) { return m->strs.n; }
 
 /* Fixes the sample types before the first input. */
 void
@@ -436,6 +139,7 @@ merge_expect_types(struct merge *m, size_t n, const char *const *type,
 	m->types_fixed = 1;
 }
 
+/* Number of sample types. */
 size_t
 merge_ntypes(const struct merge *m)
 {
@@ -447,8 +151,8 @@ const char *
 merge_type(const struct merge *m, size_t i, const char **unit)
 {
 	if (unit != NULL)
-		*unit = keyset_key(&m->strs, m->type_unit[i], NULL);
-	return keyset_key(&m->strs, m->type_type[i], NULL);
+		*unit = merge_keys_key(&m->strs, m->type_unit[i], NULL);
+	return merge_keys_key(&m->strs, m->type_type[i], NULL);
 }
 
 /* True if the last failure was a sample type mismatch. */
@@ -467,8 +171,9 @@ merge_types_string(const struct merge *m)
 
 	for (i = 0; i < m->ntypes; i++) {
 		t = xasprintf("%s%s%s/%s", s, i ? "," : "",
-		    (const char *)keyset_key(&m->strs, m->type_type[i], NULL),
-		    (const char *)keyset_key(&m->strs, m->type_unit[i], NULL));
+		    (const char *)merge_keys_key(&m->strs, m->type_type[i],
+		    NULL), (const char *)merge_keys_key(&m->strs,
+		    m->type_unit[i], NULL));
 		free(s);
 		s = t;
 	}
@@ -515,7 +220,7 @@ merge_align_types(struct merge *m, const Perftools__Profiles__Profile *p,
 		    &units[i], cause) != 0)
 			return -1;
 	}
-	merge_grow(&m->perm, &m->perm_cap, nt + 1, sizeof *m->perm);
+	merge_keys_grow(&m->perm, &m->perm_cap, nt + 1, sizeof *m->perm);
 	if (m->ninputs == 0 && !m->types_fixed) {
 		for (i = 0; i < nt; i++)
 			m->perm[i] = i;
@@ -523,7 +228,7 @@ merge_align_types(struct merge *m, const Perftools__Profiles__Profile *p,
 	}
 	if (nt != m->ntypes)
 		goto mismatch;
-	merge_grow(&m->type_used, &m->type_used_cap, nt, 1);
+	merge_keys_grow(&m->type_used, &m->type_used_cap, nt, 1);
 	memset(m->type_used, 0, nt);
 	for (i = 0; i < nt; i++) {
 		/* First unclaimed match, so repeated types pair up in order. */
@@ -557,8 +262,9 @@ merge_functions_in(struct merge *m, const Perftools__Profiles__Profile *p,
 	uint32_t key[3];
 	int added;
 
-	merge_grow(&m->fn_map, &m->fn_cap, n, sizeof *m->fn_map);
-	merge_grow(&m->id_scratch, &m->id_scratch_cap, n, sizeof *m->id_scratch);
+	merge_keys_grow(&m->fn_map, &m->fn_cap, n, sizeof *m->fn_map);
+	merge_keys_grow(&m->id_scratch, &m->id_scratch_cap, n,
+	    sizeof *m->id_scratch);
 	for (i = 0; i < n; i++) {
 		const Perftools__Profiles__Function *f = p->function[i];
 
@@ -567,14 +273,16 @@ merge_functions_in(struct merge *m, const Perftools__Profiles__Profile *p,
 		    merge_str(m, p, f->system_name, &key[1], cause) != 0 ||
 		    merge_str(m, p, f->filename, &key[2], cause) != 0)
 			return -1;
-		m->fn_map[i] = keyset_put(&m->funcs, key, sizeof key, &added);
+		m->fn_map[i] = merge_keys_put(&m->funcs, key, sizeof key,
+		    &added);
 		if (added) {
-			merge_grow(&m->func_start, &m->info_cap[0],
+			merge_keys_grow(&m->func_start, &m->info_cap[0],
 			    m->funcs.n, sizeof *m->func_start);
 			m->func_start[m->fn_map[i]] = f->start_line;
 		}
 	}
-	return idmap_build(&m->fn_ids, m->id_scratch, n, "function", cause);
+	return merge_keys_idmap_build(&m->fn_ids, m->id_scratch, n,
+	    "function", cause);
 }
 
 /* Fills m->map_map (global mapping) and m->map_key (identity string). */
@@ -586,9 +294,10 @@ merge_mappings_in(struct merge *m, const Perftools__Profiles__Profile *p,
 	uint32_t key[8];
 	int added;
 
-	merge_grow(&m->map_map, &m->map_cap, n, sizeof *m->map_map);
-	merge_grow(&m->map_key, &m->map_key_cap, n, sizeof *m->map_key);
-	merge_grow(&m->id_scratch, &m->id_scratch_cap, n, sizeof *m->id_scratch);
+	merge_keys_grow(&m->map_map, &m->map_cap, n, sizeof *m->map_map);
+	merge_keys_grow(&m->map_key, &m->map_key_cap, n, sizeof *m->map_key);
+	merge_keys_grow(&m->id_scratch, &m->id_scratch_cap, n,
+	    sizeof *m->id_scratch);
 	for (i = 0; i < n; i++) {
 		const Perftools__Profiles__Mapping *mp = p->mapping[i];
 
@@ -599,11 +308,12 @@ merge_mappings_in(struct merge *m, const Perftools__Profiles__Profile *p,
 		if (merge_str(m, p, mp->filename, &key[6], cause) != 0 ||
 		    merge_str(m, p, mp->build_id, &key[7], cause) != 0)
 			return -1;
-		m->map_map[i] = keyset_put(&m->maps, key, sizeof key, &added);
+		m->map_map[i] = merge_keys_put(&m->maps, key, sizeof key,
+		    &added);
 		m->map_key[i] = key[7] != 0 ? key[7] : key[6];
 		if (added) {
-			merge_grow(&m->map_flags, &m->info_cap[1], m->maps.n,
-			    sizeof *m->map_flags);
+			merge_keys_grow(&m->map_flags, &m->info_cap[1],
+			    m->maps.n, sizeof *m->map_flags);
 			m->map_flags[m->map_map[i]] =
 			    (mp->has_functions ? 1 : 0) |
 			    (mp->has_filenames ? 2 : 0) |
@@ -611,7 +321,8 @@ merge_mappings_in(struct merge *m, const Perftools__Profiles__Profile *p,
 			    (mp->has_inline_frames ? 8 : 0);
 		}
 	}
-	return idmap_build(&m->map_ids, m->id_scratch, n, "mapping", cause);
+	return merge_keys_idmap_build(&m->map_ids, m->id_scratch, n,
+	    "mapping", cause);
 }
 
 /* Fills m->loc_map with the global id of each input location. */
@@ -624,8 +335,9 @@ merge_locations_in(struct merge *m, const Perftools__Profiles__Profile *p,
 	uint64_t addr;
 	int added;
 
-	merge_grow(&m->loc_map, &m->loc_cap, n, sizeof *m->loc_map);
-	merge_grow(&m->id_scratch, &m->id_scratch_cap, n, sizeof *m->id_scratch);
+	merge_keys_grow(&m->loc_map, &m->loc_cap, n, sizeof *m->loc_map);
+	merge_keys_grow(&m->id_scratch, &m->id_scratch_cap, n,
+	    sizeof *m->id_scratch);
 	for (i = 0; i < n; i++) {
 		const Perftools__Profiles__Location *l = p->location[i];
 		const Perftools__Profiles__Mapping *mp = NULL;
@@ -633,7 +345,8 @@ merge_locations_in(struct merge *m, const Perftools__Profiles__Profile *p,
 		m->id_scratch[i] = l->id;
 		mi = NONE;
 		if (l->mapping_id != 0) {
-			mi = idmap_get(&m->map_ids, l->mapping_id, p->n_mapping);
+			mi = merge_keys_idmap_get(&m->map_ids, l->mapping_id,
+			    p->n_mapping);
 			if (mi == NONE)
 				return xcause(cause, "location %llu references "
 				    "unknown mapping %llu",
@@ -642,7 +355,7 @@ merge_locations_in(struct merge *m, const Perftools__Profiles__Profile *p,
 			mp = p->mapping[mi];
 		}
 		klen = l->n_line > 0 ? 1 + 5 * l->n_line : 4;
-		merge_grow(&m->key, &m->key_cap, klen, sizeof *m->key);
+		merge_keys_grow(&m->key, &m->key_cap, klen, sizeof *m->key);
 		key = m->key;
 		if (l->n_line > 0) {
 			key[0] = 1;
@@ -652,7 +365,7 @@ merge_locations_in(struct merge *m, const Perftools__Profiles__Profile *p,
 
 				fi = 0;
 				if (ln->function_id != 0) {
-					fi = idmap_get(&m->fn_ids,
+					fi = merge_keys_idmap_get(&m->fn_ids,
 					    ln->function_id, p->n_function);
 					if (fi == NONE)
 						return xcause(cause, "location "
@@ -677,19 +390,20 @@ merge_locations_in(struct merge *m, const Perftools__Profiles__Profile *p,
 			}
 			memcpy(&key[2], &addr, 8);
 		}
-		m->loc_map[i] = keyset_put(&m->locs, key, klen * 4, &added);
+		m->loc_map[i] = merge_keys_put(&m->locs, key, klen * 4, &added);
 		if (added) {
 			struct merge_loc *li;
 
-			merge_grow(&m->loc_info, &m->info_cap[2], m->locs.n,
-			    sizeof *m->loc_info);
+			merge_keys_grow(&m->loc_info, &m->info_cap[2],
+			    m->locs.n, sizeof *m->loc_info);
 			li = &m->loc_info[m->loc_map[i]];
 			li->address = l->address;
 			li->mapping = mi == NONE ? 0 : m->map_map[mi] + 1;
 			li->folded = l->is_folded ? 1 : 0;
 		}
 	}
-	return idmap_build(&m->loc_ids, m->id_scratch, n, "location", cause);
+	return merge_keys_idmap_build(&m->loc_ids, m->id_scratch, n,
+	    "location", cause);
 }
 
 /* Orders labels by key, string, number, unit. */
@@ -722,7 +436,7 @@ merge_check_samples(struct merge *m, const Perftools__Profiles__Profile *p,
 			    "%zu sample types", i, s->n_value,
 			    p->n_sample_type);
 		for (j = 0; j < s->n_location_id; j++) {
-			if (idmap_get(&m->loc_ids, s->location_id[j],
+			if (merge_keys_idmap_get(&m->loc_ids, s->location_id[j],
 			    p->n_location) == NONE)
 				return xcause(cause, "sample %zu references "
 				    "unknown location %llu", i,
@@ -774,7 +488,8 @@ merge_samples_in(struct merge *m, const Perftools__Profiles__Profile *p)
 
 		/* Labels, sorted so their order in the input does not count. */
 		nl = s->n_label;
-		merge_grow(&m->labels, &m->labels_cap, nl, sizeof *m->labels);
+		merge_keys_grow(&m->labels, &m->labels_cap, nl,
+		    sizeof *m->labels);
 		for (j = 0; j < nl; j++) {
 			lb = &m->labels[j];
 			merge_str(m, p, s->label[j]->key, &lb->key, NULL);
@@ -790,13 +505,13 @@ merge_samples_in(struct merge *m, const Perftools__Profiles__Profile *p)
 		}
 
 		klen = 2 + s->n_location_id + 5 * nl;
-		merge_grow(&m->key, &m->key_cap, klen, sizeof *m->key);
+		merge_keys_grow(&m->key, &m->key_cap, klen, sizeof *m->key);
 		key = m->key;
 		key[0] = (uint32_t)s->n_location_id;
 		key[1] = (uint32_t)nl;
 		for (j = 0; j < s->n_location_id; j++)
-			key[2 + j] = m->loc_map[idmap_get(&m->loc_ids,
-			    s->location_id[j], p->n_location)];
+			key[2 + j] = m->loc_map[merge_keys_idmap_get(
+			    &m->loc_ids, s->location_id[j], p->n_location)];
 		for (j = 0; j < nl; j++) {
 			uint32_t *kk = &key[2 + s->n_location_id + 5 * j];
 
@@ -805,9 +520,9 @@ merge_samples_in(struct merge *m, const Perftools__Profiles__Profile *p)
 			memcpy(&kk[2], &m->labels[j].num, 8);
 			kk[4] = m->labels[j].unit;
 		}
-		idx = keyset_put(&m->samples, key, klen * 4, &added);
+		idx = merge_keys_put(&m->samples, key, klen * 4, &added);
 		if (added) {
-			merge_grow(&m->values, &m->info_cap[3],
+			merge_keys_grow(&m->values, &m->info_cap[3],
 			    m->samples.n * (nt ? nt : 1), sizeof *m->values);
 			memset(&m->values[(size_t)idx * nt], 0,
 			    nt * sizeof *m->values);
@@ -893,7 +608,7 @@ merge_add_weighted(struct merge *m, const Perftools__Profiles__Profile *p,
 	int rc = -1;
 
 	m->mismatch = 0;
-	merge_grow(&m->str_map, &m->str_map_cap, p->n_string_table,
+	merge_keys_grow(&m->str_map, &m->str_map_cap, p->n_string_table,
 	    sizeof *m->str_map);
 	memset(m->str_map, 0xff, p->n_string_table * sizeof *m->str_map);
 	if (p->n_string_table == 0 || p->string_table[0] == NULL ||
@@ -949,292 +664,4 @@ merge_combine(struct merge *into, struct merge *from, char **cause)
 	if (merge_add_weighted(into, p, from->ninputs, cause) != 0)
 		return -1;
 	return 0;
-}
-
-/* Renumbering of one table for the result: new id + 1, or 0 if unused. */
-static uint32_t *
-merge_marks(size_t n)
-{
-	return xcalloc(n + 1, sizeof(uint32_t));
-}
-
-/* Builds the merged Profile in m->out (see merge.h). */
-const Perftools__Profiles__Profile *
-merge_result(struct merge *m)
-{
-	static const Perftools__Profiles__Profile profile_init =
-	    PERFTOOLS__PROFILES__PROFILE__INIT;
-	static const Perftools__Profiles__ValueType vt_init =
-	    PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-	static const Perftools__Profiles__Sample sample_init =
-	    PERFTOOLS__PROFILES__SAMPLE__INIT;
-	static const Perftools__Profiles__Label label_init =
-	    PERFTOOLS__PROFILES__LABEL__INIT;
-	static const Perftools__Profiles__Location loc_init =
-	    PERFTOOLS__PROFILES__LOCATION__INIT;
-	static const Perftools__Profiles__Line line_init =
-	    PERFTOOLS__PROFILES__LINE__INIT;
-	static const Perftools__Profiles__Function fn_init =
-	    PERFTOOLS__PROFILES__FUNCTION__INIT;
-	static const Perftools__Profiles__Mapping map_init =
-	    PERFTOOLS__PROFILES__MAPPING__INIT;
-	struct arena *a = m->out;
-	Perftools__Profiles__Profile *p;
-	uint32_t *smark, *lmark, *fmark, *mmark, *strmark, len, n;
-	const uint32_t *key;
-	size_t i, j, nt = m->ntypes, nsamples = 0, nlocs = 0, nfns = 0;
-	size_t nmaps = 0, nstrs = 0, nlines;
-	uint32_t si;
-
-	arena_reset(a);
-	p = arena_alloc(a, sizeof *p);
-	*p = profile_init;
-
-	smark = merge_marks(m->samples.n);
-	lmark = merge_marks(m->locs.n);
-	fmark = merge_marks(m->funcs.n);
-	mmark = merge_marks(m->maps.n);
-	strmark = merge_marks(m->strs.n);
-#define USE_STR(id) do {						\
-	if (strmark[(id)] == 0) strmark[(id)] = 1;			\
-} while (0)
-
-	/* Mark what the nonzero samples reach. */
-	USE_STR(0);
-	for (i = 0; i < m->samples.n; i++) {
-		const int64_t *v = &m->values[i * nt];
-
-		for (j = 0; j < nt; j++)
-			if (v[j] != 0)
-				break;
-		if (j == nt)
-			continue;
-		smark[i] = 1;
-		nsamples++;
-		key = keyset_key(&m->samples, (uint32_t)i, NULL);
-		for (j = 0; j < key[0]; j++)
-			lmark[key[2 + j]] = 1;
-		for (j = 0; j < key[1]; j++) {
-			const uint32_t *kk = &key[2 + key[0] + 5 * j];
-
-			USE_STR(kk[0]);
-			USE_STR(kk[1]);
-			USE_STR(kk[4]);
-		}
-	}
-	for (i = 0; i < m->locs.n; i++) {
-		if (!lmark[i])
-			continue;
-		lmark[i] = (uint32_t)++nlocs;
-		key = keyset_key(&m->locs, (uint32_t)i, &len);
-		if (key[0] == 1) {
-			for (j = 0; j < (len / 4 - 1) / 5; j++)
-				if (key[1 + 5 * j] != 0)
-					fmark[key[1 + 5 * j] - 1] = 1;
-		}
-		if (m->loc_info[i].mapping != 0)
-			mmark[m->loc_info[i].mapping - 1] = 1;
-	}
-	for (i = 0; i < m->funcs.n; i++) {
-		if (!fmark[i])
-			continue;
-		fmark[i] = (uint32_t)++nfns;
-		key = keyset_key(&m->funcs, (uint32_t)i, NULL);
-		USE_STR(key[0]);
-		USE_STR(key[1]);
-		USE_STR(key[2]);
-	}
-	for (i = 0; i < m->maps.n; i++) {
-		if (!mmark[i])
-			continue;
-		mmark[i] = (uint32_t)++nmaps;
-		key = keyset_key(&m->maps, (uint32_t)i, NULL);
-		USE_STR(key[6]);
-		USE_STR(key[7]);
-	}
-	for (i = 0; i < nt; i++) {
-		USE_STR(m->type_type[i]);
-		USE_STR(m->type_unit[i]);
-	}
-	USE_STR(m->period_type);
-	USE_STR(m->period_unit);
-	USE_STR(m->default_sample_type);
-	USE_STR(m->drop_frames);
-	USE_STR(m->keep_frames);
-	USE_STR(m->doc_url);
-	for (i = 0; i < m->ncomments; i++)
-		USE_STR(m->comments[i]);
-#undef USE_STR
-
-	/* String table: new index = position among the used strings. */
-	p->string_table = arena_alloc(a, (m->strs.n + 1) * sizeof(char *));
-	for (i = 0; i < m->strs.n; i++) {
-		if (!strmark[i])
-			continue;
-		strmark[i] = (uint32_t)nstrs;
-		p->string_table[nstrs++] = (char *)keyset_key(&m->strs,
-		    (uint32_t)i, NULL);
-	}
-	p->n_string_table = nstrs;
-#define STR(id)	((int64_t)strmark[(id)])
-
-	p->n_sample_type = nt;
-	p->sample_type = arena_alloc(a, (nt + 1) * sizeof *p->sample_type);
-	for (i = 0; i < nt; i++) {
-		Perftools__Profiles__ValueType *vt = arena_alloc(a, sizeof *vt);
-
-		*vt = vt_init;
-		vt->type = STR(m->type_type[i]);
-		vt->unit = STR(m->type_unit[i]);
-		p->sample_type[i] = vt;
-	}
-	if (m->have_period_type) {
-		p->period_type = arena_alloc(a, sizeof *p->period_type);
-		*p->period_type = vt_init;
-		p->period_type->type = STR(m->period_type);
-		p->period_type->unit = STR(m->period_unit);
-	}
-	p->period = m->period;
-	p->time_nanos = m->time_nanos;
-	p->duration_nanos = m->duration_nanos;
-	p->default_sample_type = STR(m->default_sample_type);
-	p->drop_frames = STR(m->drop_frames);
-	p->keep_frames = STR(m->keep_frames);
-	p->doc_url = STR(m->doc_url);
-	p->n_comment = m->ncomments;
-	p->comment = arena_alloc(a, (m->ncomments + 1) * sizeof *p->comment);
-	for (i = 0; i < m->ncomments; i++)
-		p->comment[i] = STR(m->comments[i]);
-
-	/* Mappings. */
-	p->n_mapping = nmaps;
-	p->mapping = arena_alloc(a, (nmaps + 1) * sizeof *p->mapping);
-	for (i = 0, n = 0; i < m->maps.n; i++) {
-		Perftools__Profiles__Mapping *mp;
-		uint8_t fl = m->map_flags[i];
-
-		if (!mmark[i])
-			continue;
-		key = keyset_key(&m->maps, (uint32_t)i, NULL);
-		mp = arena_alloc(a, sizeof *mp);
-		*mp = map_init;
-		mp->id = mmark[i];
-		memcpy(&mp->memory_start, &key[0], 8);
-		memcpy(&mp->memory_limit, &key[2], 8);
-		memcpy(&mp->file_offset, &key[4], 8);
-		mp->filename = STR(key[6]);
-		mp->build_id = STR(key[7]);
-		mp->has_functions = (fl & 1) != 0;
-		mp->has_filenames = (fl & 2) != 0;
-		mp->has_line_numbers = (fl & 4) != 0;
-		mp->has_inline_frames = (fl & 8) != 0;
-		p->mapping[n++] = mp;
-	}
-
-	/* Functions. */
-	p->n_function = nfns;
-	p->function = arena_alloc(a, (nfns + 1) * sizeof *p->function);
-	for (i = 0, n = 0; i < m->funcs.n; i++) {
-		Perftools__Profiles__Function *f;
-
-		if (!fmark[i])
-			continue;
-		key = keyset_key(&m->funcs, (uint32_t)i, NULL);
-		f = arena_alloc(a, sizeof *f);
-		*f = fn_init;
-		f->id = fmark[i];
-		f->name = STR(key[0]);
-		f->system_name = STR(key[1]);
-		f->filename = STR(key[2]);
-		f->start_line = m->func_start[i];
-		p->function[n++] = f;
-	}
-
-	/* Locations; their lines come straight from the key. */
-	p->n_location = nlocs;
-	p->location = arena_alloc(a, (nlocs + 1) * sizeof *p->location);
-	for (i = 0, n = 0; i < m->locs.n; i++) {
-		Perftools__Profiles__Location *l;
-		const struct merge_loc *li = &m->loc_info[i];
-
-		if (!lmark[i])
-			continue;
-		key = keyset_key(&m->locs, (uint32_t)i, &len);
-		l = arena_alloc(a, sizeof *l);
-		*l = loc_init;
-		l->id = lmark[i];
-		l->address = li->address;
-		l->mapping_id = li->mapping ? mmark[li->mapping - 1] : 0;
-		l->is_folded = li->folded;
-		nlines = key[0] == 1 ? (len / 4 - 1) / 5 : 0;
-		l->n_line = nlines;
-		l->line = arena_alloc(a, (nlines + 1) * sizeof *l->line);
-		for (j = 0; j < nlines; j++) {
-			Perftools__Profiles__Line *ln = arena_alloc(a,
-			    sizeof *ln);
-			const uint32_t *k = &key[1 + 5 * j];
-
-			*ln = line_init;
-			ln->function_id = k[0] ? fmark[k[0] - 1] : 0;
-			memcpy(&ln->line, &k[1], 8);
-			memcpy(&ln->column, &k[3], 8);
-			l->line[j] = ln;
-		}
-		p->location[n++] = l;
-	}
-
-	/* Samples. */
-	p->n_sample = nsamples;
-	p->sample = arena_alloc(a, (nsamples + 1) * sizeof *p->sample);
-	for (si = 0, n = 0; si < m->samples.n; si++) {
-		Perftools__Profiles__Sample *s;
-
-		if (!smark[si])
-			continue;
-		key = keyset_key(&m->samples, si, NULL);
-		s = arena_alloc(a, sizeof *s);
-		*s = sample_init;
-		s->n_location_id = key[0];
-		s->location_id = arena_alloc(a, (key[0] + 1) *
-		    sizeof *s->location_id);
-		for (j = 0; j < key[0]; j++)
-			s->location_id[j] = lmark[key[2 + j]];
-		s->n_value = nt;
-		s->value = arena_alloc(a, (nt + 1) * sizeof *s->value);
-		memcpy(s->value, &m->values[(size_t)si * nt],
-		    nt * sizeof *s->value);
-		s->n_label = key[1];
-		s->label = arena_alloc(a, (key[1] + 1) * sizeof *s->label);
-		for (j = 0; j < key[1]; j++) {
-			const uint32_t *kk = &key[2 + key[0] + 5 * j];
-			Perftools__Profiles__Label *lb = arena_alloc(a,
-			    sizeof *lb);
-
-			*lb = label_init;
-			lb->key = STR(kk[0]);
-			lb->str = STR(kk[1]);
-			memcpy(&lb->num, &kk[2], 8);
-			lb->num_unit = STR(kk[4]);
-			s->label[j] = lb;
-		}
-		p->sample[n++] = s;
-	}
-#undef STR
-	free(smark);
-	free(lmark);
-	free(fmark);
-	free(mmark);
-	free(strmark);
-	return p;
-}
-
-/* Builds the merged profile, serializes and gzips it. */
-int
-merge_result_gzip(struct merge *m, uint8_t **out, size_t *len, char **cause)
-{
-	int rc;
-
-	rc = pprof_encode_gzip(merge_result(m), out, len, cause);
-	arena_reset(m->out);
-	return rc;
 }

@@ -48,12 +48,9 @@ const char	*merge_type(const struct merge *m, size_t i, const char **unit);
 
 /* Number of input profiles folded in (directly or through combine). */
 size_t		 merge_count(const struct merge *m);
-/* Distinct samples, locations, functions, mappings, strings held so far. */
+/* Distinct samples and locations held so far. */
 size_t		 merge_samples(const struct merge *m);
 size_t		 merge_locations(const struct merge *m);
-size_t		 merge_functions(const struct merge *m);
-size_t		 merge_mappings(const struct merge *m);
-size_t		 merge_strings(const struct merge *m);
 
 /*
  * Builds the merged profile: fresh deduplicated tables holding only what
