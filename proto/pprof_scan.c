@@ -775,40 +775,6 @@ pprof_scan_string(const struct scan *s, int64_t idx, size_t *len)
 	return hdr + n;
 }
 
-/* Fills *sum like pprof_summarize(), for either path (see the header). */
-void
-pprof_scan_summary_fill(struct pprof_summary *sum, size_t n_types,
-    const uint8_t *(*str)(const void *ctx, size_t j, size_t *len),
-    const void *ctx, int64_t samples, int64_t time_nanos,
-    int64_t duration_nanos)
-{
-	const uint8_t	*type, *unit;
-	size_t		 i, len = 1, tl, ul;
-	char		*w;
-
-	for (i = 0; i < n_types; i++) {
-		(void)str(ctx, 2 * i, &tl);
-		(void)str(ctx, 2 * i + 1, &ul);
-		len += tl + ul + 2;
-	}
-	w = sum->sample_types = xmalloc(len);
-	for (i = 0; i < n_types; i++) {
-		type = str(ctx, 2 * i, &tl);
-		unit = str(ctx, 2 * i + 1, &ul);
-		if (i != 0)
-			*w++ = ',';
-		memcpy(w, type, tl);
-		w += tl;
-		*w++ = '/';
-		memcpy(w, unit, ul);
-		w += ul;
-	}
-	*w = '\0';
-	sum->samples = samples;
-	sum->time_nanos = time_nanos;
-	sum->duration_nanos = duration_nanos;
-}
-
 /* Sample type string j of the exact passes (see pprof_scan_summary_fill). */
 static const uint8_t *
 pprof_scan_type_string(const void *ctx, size_t j, size_t *len)
