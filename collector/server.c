@@ -23,7 +23,7 @@
 #include "collector/config.h"
 #include "collector/http/conns.h"
 #include "collector/http/httpjob.h"
-#include "collector/http/router.h"
+#include "collector/router.h"
 #include "collector/metrics.h"
 #include "collector/notify.h"
 #include "collector/retention.h"

@@ -21,7 +21,7 @@
 #include "collector/http/auth.h"
 #include "collector/http/conns.h"
 #include "collector/http/reply.h"
-#include "collector/http/router.h"
+#include "collector/router.h"
 #include "collector/metrics.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
