@@ -1,5 +1,5 @@
 /*
- * Merging pprof profiles by symbolized stack keys (DESIGN.md, "Merge by
+ * Merging pprof profiles by symbolized stack keys (docs/DESIGN.md, "Merge by
  * symbolized stack keys"). A struct merge accumulates any number of decoded
  * profiles one at a time; each input can be freed as soon as merge_add
  * returns, so memory tracks the size of the result, not of the inputs.

@@ -32,7 +32,8 @@
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 
-/* Cap on one inflated profile when the caller gives none (DESIGN.md). */
+/* Cap on one inflated profile when the caller gives none (docs/DESIGN.md,
+ * "Limits and bad input"). */
 #define MERGE_RUN_MAX_INFLATED	((size_t)256 * 1024 * 1024)
 
 struct merge_run_state {

@@ -13,10 +13,11 @@
  * So a blob file may be partial only while it has no row: nothing reads a
  * blob without a row, and the startup check (recover.c, through
  * blobs_scan) removes every blob without a row, and any .tmp.* file left
- * by versions that wrote through a temp file. This keeps DESIGN.md's
- * guarantee (a 200 means blob and row are durable; a crash never leaves a
- * half-visible profile) without its temp-file-and-rename step, which cost
- * a second directory operation per upload under the directory's lock.
+ * by versions that wrote through a temp file. This keeps the guarantee of
+ * docs/DESIGN.md, "Write order" (a 200 means blob and row are durable; a
+ * crash never leaves a half-visible profile) without the first design's
+ * temp-file-and-rename step, which cost a second directory operation per
+ * upload under the directory's lock.
  * syncfs also writes back other files' dirty data on the same file
  * system; the README suggests a data directory on its own file system
  * when other programs write heavily beside it.
