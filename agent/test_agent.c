@@ -21,9 +21,9 @@
 #include "profile.pb-c.h"
 
 #include "agent/build.h"
-#include "agent/settings.h"
 #include "agent/maps.h"
 #include "agent/sampler.h"
+#include "agent/settings.h"
 #include "agent/stacks.h"
 #include "agent/symtab.h"
 #include "agent/upload.h"
@@ -369,6 +369,7 @@ test_fini(void)
 	free(cause);
 }
 
+/* Settings (defaults, errors, PROFD_* reads) and upload's URL escaping. */
 static void
 test_settings(void)
 {
