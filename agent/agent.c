@@ -39,7 +39,7 @@
 #include <event2/event.h>
 
 #include "agent/build.h"
-#include "agent/config.h"
+#include "agent/settings.h"
 #include "agent/profd_agent.h"
 #include "agent/sampler.h"
 #include "agent/stacks.h"
@@ -53,7 +53,7 @@
 #define AGENT_JOIN_MS		3000
 
 struct agent {
-	struct config		 cfg;
+	struct settings		 cfg;
 	pid_t			 pid;
 	pthread_t		 thread;
 	int			 wake[2];
@@ -388,7 +388,7 @@ agent_free(struct agent *a)
 		close(a->wake[1]);
 	build_free(a->build);
 	stacks_free(&a->stacks);
-	config_clear(&a->cfg);
+	settings_clear(&a->cfg);
 	free(a);
 }
 
@@ -433,7 +433,7 @@ profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
 
 	a = xcalloc(1, sizeof *a);
 	a->wake[0] = a->wake[1] = -1;
-	if (config_check(cfg, &a->cfg, errstr) != 0) {
+	if (settings_check(cfg, &a->cfg, errstr) != 0) {
 		agent_free(a);
 		return -1;
 	}
@@ -554,7 +554,7 @@ agent_env_start(void)
 	char *cause = NULL;
 	int rc;
 
-	if ((rc = config_from_env(&cfg, &cause)) == 0)
+	if ((rc = settings_from_env(&cfg, &cause)) == 0)
 		return;
 	if (rc < 0 || profd_agent_start(&cfg, &cause) != 0) {
 		agent_say("%s; profiling off", cause);

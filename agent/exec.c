@@ -12,7 +12,8 @@
  * they are async-signal-safe: the real functions are looked up once at
  * load (constructor), the execl* argument vectors live on the stack (or in
  * an mmap for very long lists), and nothing allocates, locks or prints.
- * The exported names are listed in agent/include.am.
+ * These names and profd_agent_* are the library's only global symbols:
+ * agent/libprofd-agent.sym lists them (see agent/include.am).
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -112,11 +112,11 @@ is "$(first_flat "$@")" load "linked: load has the most flat time"
 check "linked: traces show main -> busyloop -> foo1 -> bar -> load" has_chain "$@"
 
 # 6. The unit test's hand-built profile is accepted by pprof too.
-if "$B/agent/test_agent" "$T_TMP/unit.pb.gz" >/dev/null; then
+if "$B/test/unit/test_agent" "$T_TMP/unit.pb.gz" >/dev/null; then
 	check "go tool pprof -raw accepts the unit test's profile" \
 	    pprof_ok "$T_TMP/unit.pb.gz"
 else
-	not_ok "agent/test_agent ran"
+	not_ok "test/unit/test_agent ran"
 fi
 
 done_testing

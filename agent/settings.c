@@ -1,7 +1,9 @@
 /*
- * Agent settings. Every problem is reported as one sentence naming the
- * setting, so LD_PRELOAD users see a single clear line on stderr and the
- * program keeps running unprofiled.
+ * Agent settings: checks a struct profd_agent_config into a struct
+ * settings with defaults, and reads one from the PROFD_* environment.
+ * Every problem is reported as one sentence naming the setting, so
+ * LD_PRELOAD users see a single clear line on stderr and the program keeps
+ * running unprofiled.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -9,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/config.h"
+#include "agent/settings.h"
 #include "common/xmalloc.h"
 
 /* Checks label pairs: keys [A-Za-z_][A-Za-z0-9_.-]{0,63}, values <= 512. */
 int
-config_check_labels(const char *labels, char **cause)
+settings_check_labels(const char *labels, char **cause)
 {
 	const char *p = labels, *k, *eq, *end;
 	size_t n = 0;
@@ -48,9 +50,9 @@ config_check_labels(const char *labels, char **cause)
 	return 0;
 }
 
-/* Copies a config with defaults, checking every field. */
+/* Copies in into *out with defaults, checking every field. */
 int
-config_check(const struct profd_agent_config *in, struct config *out,
+settings_check(const struct profd_agent_config *in, struct settings *out,
     char **cause)
 {
 	const char *s;
@@ -68,7 +70,7 @@ config_check(const struct profd_agent_config *in, struct config *out,
 		return xcause(cause, "hz %d is not in 1..1000", in->hz);
 	if (in->window_sec < 0 || in->period_sec < 0)
 		return xcause(cause, "window and period must be positive");
-	if (config_check_labels(in->labels, cause) != 0)
+	if (settings_check_labels(in->labels, cause) != 0)
 		return -1;
 	out->hz = in->hz ? in->hz : 100;
 	out->period_sec = in->period_sec ? in->period_sec : 60;
@@ -85,7 +87,7 @@ config_check(const struct profd_agent_config *in, struct config *out,
 	if (!in->no_upload)
 		out->collector = xstrdup(in->collector_url != NULL &&
 		    *in->collector_url != '\0' ? in->collector_url :
-		    CONFIG_DEFAULT_COLLECTOR);
+		    SETTINGS_DEFAULT_COLLECTOR);
 	else if (in->output_dir == NULL || *in->output_dir == '\0')
 		return xcause(cause, "no collector and no output directory");
 	out->service = xstrdup(in->service);
@@ -98,9 +100,9 @@ config_check(const struct profd_agent_config *in, struct config *out,
 	return 0;
 }
 
-/* Frees the strings. */
+/* Frees the strings and zeroes the settings. */
 void
-config_clear(struct config *c)
+settings_clear(struct settings *c)
 {
 	free(c->collector);
 	free(c->service);
@@ -112,7 +114,7 @@ config_clear(struct config *c)
 
 /* Parses an integer variable in [lo, hi]; seconds may end in s, m or h. */
 static int
-config_env_int(const char *name, int lo, int hi, int duration, int *out,
+settings_env_int(const char *name, int lo, int hi, int duration, int *out,
     char **cause)
 {
 	const char *v = getenv(name);
@@ -141,9 +143,9 @@ config_env_int(const char *name, int lo, int hi, int duration, int *out,
 	return 0;
 }
 
-/* Fills a config from the PROFD_* variables. */
+/* Fills a struct profd_agent_config from the PROFD_* variables. */
 int
-config_from_env(struct profd_agent_config *out, char **cause)
+settings_from_env(struct profd_agent_config *out, char **cause)
 {
 	const char *v;
 
@@ -159,18 +161,18 @@ config_from_env(struct profd_agent_config *out, char **cause)
 	if ((out->collector_url == NULL || *out->collector_url == '\0') &&
 	    out->output_dir != NULL && *out->output_dir != '\0')
 		out->no_upload = 1;
-	if (config_env_int("PROFD_HZ", 1, 1000, 0, &out->hz, cause) != 0 ||
-	    config_env_int("PROFD_WINDOW", 1, 86400, 1, &out->window_sec,
+	if (settings_env_int("PROFD_HZ", 1, 1000, 0, &out->hz, cause) != 0 ||
+	    settings_env_int("PROFD_WINDOW", 1, 86400, 1, &out->window_sec,
 	    cause) != 0 ||
-	    config_env_int("PROFD_PERIOD", 1, 86400, 1, &out->period_sec,
+	    settings_env_int("PROFD_PERIOD", 1, 86400, 1, &out->period_sec,
 	    cause) != 0 ||
-	    config_env_int("PROFD_QUEUE", 1, 1024, 0, &out->queue_max,
+	    settings_env_int("PROFD_QUEUE", 1, 1024, 0, &out->queue_max,
 	    cause) != 0)
 		return -1;
 	if ((v = getenv("PROFD_VERBOSE")) != NULL && *v != '\0' &&
 	    strcmp(v, "0") != 0)
 		out->verbose = 1;
-	if (config_check_labels(out->labels, cause) != 0) {
+	if (settings_check_labels(out->labels, cause) != 0) {
 		if (cause == NULL)
 			return -1;
 		v = *cause;

@@ -21,9 +21,9 @@
 #include "profile.pb-c.h"
 
 #include "agent/build.h"
-#include "agent/config.h"
 #include "agent/maps.h"
 #include "agent/sampler.h"
+#include "agent/settings.h"
 #include "agent/stacks.h"
 #include "agent/symtab.h"
 #include "agent/upload.h"
@@ -369,11 +369,12 @@ test_fini(void)
 	free(cause);
 }
 
+/* Settings (defaults, errors, PROFD_* reads) and upload's URL escaping. */
 static void
-test_config(void)
+test_settings(void)
 {
 	struct profd_agent_config in;
-	struct config c;
+	struct settings c;
 	char *cause = NULL, *s;
 	struct event_base *base;
 	struct upload *up;
@@ -381,36 +382,36 @@ test_config(void)
 
 	memset(&in, 0, sizeof in);
 	in.service = "svc";
-	ok(config_check(&in, &c, NULL) == 0 && c.hz == 100 &&
+	ok(settings_check(&in, &c, NULL) == 0 && c.hz == 100 &&
 	    c.window_sec == 10 && c.period_sec == 60 && c.queue_max == 8 &&
-	    strcmp(c.collector, CONFIG_DEFAULT_COLLECTOR) == 0,
+	    strcmp(c.collector, SETTINGS_DEFAULT_COLLECTOR) == 0,
 	    "defaults: 100 Hz, 10 s every 60 s, queue 8, local collector");
-	config_clear(&c);
+	settings_clear(&c);
 	in.labels = "env=prod,9x=1";
-	rc = config_check(&in, &c, &cause);
+	rc = settings_check(&in, &c, &cause);
 	ok(rc == -1 && strstr(cause, "9x"), "bad label key refused: %s", cause);
 	free(cause);
 	cause = NULL;
 	in.labels = "env=prod,zone=eu-1";
 	in.window_sec = 20;
 	in.period_sec = 10;
-	rc = config_check(&in, &c, &cause);
+	rc = settings_check(&in, &c, &cause);
 	ok(rc == -1 && cause != NULL, "window > period refused: %s", cause);
 	free(cause);
 	cause = NULL;
 	setenv("PROFD_SERVICE", "svc", 1);
 	setenv("PROFD_HZ", "abc", 1);
-	rc = config_from_env(&in, &cause);
+	rc = settings_from_env(&in, &cause);
 	ok(rc == -1 && strstr(cause, "PROFD_HZ"), "PROFD_HZ=abc refused: %s",
 	    cause);
 	free(cause);
 	cause = NULL;
 	setenv("PROFD_HZ", "250", 1);
 	setenv("PROFD_WINDOW", "2m", 1);
-	ok(config_from_env(&in, &cause) == 1 && in.hz == 250 &&
+	ok(settings_from_env(&in, &cause) == 1 && in.hz == 250 &&
 	    in.window_sec == 120, "PROFD_HZ=250 PROFD_WINDOW=2m read");
 	unsetenv("PROFD_SERVICE");
-	ok(config_from_env(&in, &cause) == 0, "no PROFD_SERVICE: agent off");
+	ok(settings_from_env(&in, &cause) == 0, "no PROFD_SERVICE: agent off");
 	s = upload_escape("env=prod,team=a b/ü");
 	ok(strcmp(s, "env%3Dprod%2Cteam%3Da%20b%2F%C3%BC") == 0,
 	    "labels are percent-encoded (%s)", s);
@@ -435,6 +436,6 @@ main(int argc, char **argv)
 	test_symbols();
 	test_profile(argc > 1 ? argv[1] : NULL);
 	test_fini();
-	test_config();
+	test_settings();
 	return tap_done();
 }

@@ -1,0 +1,46 @@
+/*
+ * Agent settings: struct settings is the checked copy of a struct
+ * profd_agent_config (defaults filled in) that the agent runs with;
+ * settings_from_env reads a profd_agent_config from the PROFD_*
+ * environment for LD_PRELOAD mode. (Named so it cannot be confused with
+ * the collector's struct config.)
+ */
+#ifndef PROFD_AGENT_SETTINGS_H
+#define PROFD_AGENT_SETTINGS_H
+
+#include "agent/profd_agent.h"
+
+#define SETTINGS_DEFAULT_COLLECTOR	"http://127.0.0.1:10100"
+
+/* A checked, owned copy of the settings. */
+struct settings {
+	char	*collector;	/* NULL: no uploads (files only) */
+	char	*service;
+	char	*labels;	/* NULL or "k=v,..." */
+	char	*token;
+	char	*output_dir;
+	int	 hz;
+	int	 window_sec;
+	int	 period_sec;
+	int	 queue_max;
+	int	 verbose;
+};
+
+/* Checks in and fills *out with defaults applied. */
+int	settings_check(const struct profd_agent_config *in,
+	    struct settings *out, char **cause);
+/* Frees the strings of *s and zeroes it. */
+void	settings_clear(struct settings *s);
+
+/*
+ * Reads PROFD_COLLECTOR, PROFD_SERVICE, PROFD_LABELS, PROFD_TOKEN,
+ * PROFD_HZ, PROFD_WINDOW, PROFD_PERIOD, PROFD_QUEUE, PROFD_OUTPUT_DIR and
+ * PROFD_VERBOSE. Returns 0 if PROFD_SERVICE is unset (agent off), 1 when
+ * *out is filled (strings point into the environment), -1 on a bad value.
+ */
+int	settings_from_env(struct profd_agent_config *out, char **cause);
+
+/* Checks "k=v,k=v" label syntax (profd's key and value rules). */
+int	settings_check_labels(const char *labels, char **cause);
+
+#endif
