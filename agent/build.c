@@ -415,44 +415,44 @@ build_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen,
 	return 0;
 }
 
-/* Builds, packs and gzips the profile of one window. */
-int
-build_profile(struct build *b, const struct stacks *s,
-    const struct build_window *w, uint8_t **out, size_t *outlen,
-    char **cause)
-{
-	Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
-	Perftools__Profiles__ValueType vt[3], *vtp[2];
-	Perftools__Profiles__Sample *samp = NULL, **sampp = NULL;
-	Perftools__Profiles__Location *loc = NULL, **locp = NULL;
-	Perftools__Profiles__Line *line = NULL, **linep = NULL;
-	Perftools__Profiles__Function *fn = NULL, **fnp = NULL;
-	Perftools__Profiles__Mapping *mp = NULL, **mpp = NULL;
-	struct build_strings strs = { 0 };
-	struct build_map locmap = { 0 }, fnmap = { 0 };
-	struct build_loc *locs = NULL;
-	struct build_func *funcs = NULL;
-	const struct maps *mapsp;
-	const struct maps_entry *me;
-	struct timespec now;
-	struct symtab *st;
-	uint64_t *locids = NULL, *mapid = NULL, addr, vaddr, key;
-	int64_t *vals = NULL, li;
-	size_t nlocs = 0, nfuncs = 0, nmaps = 0, i, j, k, slot, sym, nframes;
-	const char *name, *exe_path = NULL;
-	char exe[PATH_MAX], comment[128];
-	int stale;
-	int64_t comment_idx;
-	uint8_t *raw = NULL;
-	size_t rawlen;
-	ssize_t r;
-	int ret = -1;
+/* The tables of one profile while it is built (build_profile's phases). */
+struct build_prof {
+	struct build			*b;
+	const struct stacks		*s;
+	struct build_strings		 strs;
+	struct build_map		 locmap;	/* pc -> location */
+	struct build_map		 fnmap;		/* symbol -> function */
+	struct build_loc		*locs;
+	size_t				 nlocs;
+	struct build_func		*funcs;
+	size_t				 nfuncs;
+	uint64_t			*locids;	/* per pc of s */
+	uint64_t			*mapid;		/* per mapping: id + 1 */
+	Perftools__Profiles__Mapping	*mp, **mpp;
+	size_t				 nmaps;
+	Perftools__Profiles__Location	*loc, **locp;
+	Perftools__Profiles__Line	*line, **linep;
+	Perftools__Profiles__Function	*fn, **fnp;
+	Perftools__Profiles__Sample	*samp, **sampp;
+	int64_t				*vals;
+};
 
-	/*
-	 * Mappings: the cached ones, re-read when some pc falls outside
-	 * them (a library was loaded) or they are older than
-	 * BUILD_MAPS_MAX_AGE seconds, so steady state reads no /proc file.
-	 */
+/*
+ * Mappings: the cached ones, re-read when some pc falls outside them (a
+ * library was loaded) or they are older than BUILD_MAPS_MAX_AGE seconds,
+ * so steady state reads no /proc file. Also reads the executable's path
+ * once (it does not change while we run).
+ */
+static int
+build_refresh_maps(struct build *b, const struct stacks *s, char **cause)
+{
+	struct timespec now;
+	char exe[PATH_MAX];
+	uint64_t addr;
+	size_t i, j;
+	ssize_t r;
+	int stale;
+
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	stale = b->maps.n == 0 ||
 	    now.tv_sec - b->maps_when.tv_sec >= BUILD_MAPS_MAX_AGE;
@@ -466,8 +466,6 @@ build_profile(struct build *b, const struct stacks *s,
 	}
 	if (stale && build_read_maps(b, &now, cause) != 0)
 		return -1;
-	mapsp = &b->maps;
-	/* The executable's path does not change while we run. */
 	if (!b->exe_read) {
 		if ((r = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
 			exe[r] = '\0';
@@ -475,155 +473,219 @@ build_profile(struct build *b, const struct stacks *s,
 		}
 		b->exe_read = 1;
 	}
-	exe_path = b->exe;
-	build_str(&strs, "");
+	return 0;
+}
 
-	/* Locations: one per distinct (adjusted) pc. */
-	nframes = s->npcs;
-	locs = xcalloc(nframes ? nframes : 1, sizeof *locs);
-	funcs = xcalloc(nframes ? nframes : 1, sizeof *funcs);
-	locids = xcalloc(nframes ? nframes : 1, sizeof *locids);
+/* Locations: one per distinct (adjusted) pc, with its mapping. */
+static void
+build_prof_locations(struct build_prof *bp)
+{
+	const struct stacks *s = bp->s;
+	const struct maps *mapsp = &bp->b->maps;
+	const struct maps_entry *me;
+	size_t i, j, nframes = s->npcs ? s->npcs : 1;
+	uint64_t addr;
+	int64_t li;
+
+	bp->locs = xcalloc(nframes, sizeof *bp->locs);
+	bp->funcs = xcalloc(nframes, sizeof *bp->funcs);
+	bp->locids = xcalloc(nframes, sizeof *bp->locids);
 	for (i = 0; i < s->n; i++) {
 		for (j = 0; j < s->v[i].n; j++) {
 			addr = s->pcs[s->v[i].off + j];
 			if (j > 0 && addr > 0)
 				addr--;
-			li = build_map_get(&locmap, addr, 0, 0);
+			li = build_map_get(&bp->locmap, addr, 0, 0);
 			if (li < 0) {
-				li = (int64_t)nlocs++;
-				build_map_get(&locmap, addr, 1, (uint32_t)li);
-				locs[li].addr = addr;
-				locs[li].map = -1;
-				locs[li].func = -1;
+				li = (int64_t)bp->nlocs++;
+				build_map_get(&bp->locmap, addr, 1, (uint32_t)li);
+				bp->locs[li].addr = addr;
+				bp->locs[li].map = -1;
+				bp->locs[li].func = -1;
 				if ((me = maps_find(mapsp, addr)) != NULL)
-					locs[li].map = (int)(me - mapsp->v);
+					bp->locs[li].map = (int)(me - mapsp->v);
 			}
-			locids[s->v[i].off + j] = (uint64_t)li + 1;
+			bp->locids[s->v[i].off + j] = (uint64_t)li + 1;
 		}
 	}
+}
 
-	/* Functions: resolve each location in its file's symbol table. */
-	for (i = 0; i < nlocs; i++) {
-		if (locs[i].map < 0)
+/* Functions: resolves each location in its file's symbol table. */
+static void
+build_prof_functions(struct build_prof *bp)
+{
+	const struct maps *mapsp = &bp->b->maps;
+	const struct maps_entry *me;
+	struct symtab *st;
+	const char *name;
+	uint64_t vaddr, key;
+	size_t i, slot, sym;
+	int64_t li;
+
+	for (i = 0; i < bp->nlocs; i++) {
+		if (bp->locs[i].map < 0)
 			continue;
-		me = &mapsp->v[locs[i].map];
-		if ((st = build_symtab(b, me, &slot)) == NULL ||
-		    symtab_offset_to_vaddr(st, locs[i].addr - me->start +
+		me = &mapsp->v[bp->locs[i].map];
+		if ((st = build_symtab(bp->b, me, &slot)) == NULL ||
+		    symtab_offset_to_vaddr(st, bp->locs[i].addr - me->start +
 		    me->offset, &vaddr) != 0 ||
 		    (name = symtab_lookup(st, vaddr, &sym)) == NULL)
 			continue;
 		key = ((uint64_t)slot << 40) | sym;
-		li = build_map_get(&fnmap, key, 0, 0);
+		li = build_map_get(&bp->fnmap, key, 0, 0);
 		if (li < 0) {
-			li = (int64_t)nfuncs++;
-			build_map_get(&fnmap, key, 1, (uint32_t)li);
-			funcs[li].name = build_str(&strs, name);
-			funcs[li].file = build_str(&strs, me->path);
+			li = (int64_t)bp->nfuncs++;
+			build_map_get(&bp->fnmap, key, 1, (uint32_t)li);
+			bp->funcs[li].name = build_str(&bp->strs, name);
+			bp->funcs[li].file = build_str(&bp->strs, me->path);
 		}
-		locs[i].func = li;
+		bp->locs[i].func = li;
 	}
+}
 
-	/* Mappings: those in use, the executable first. */
-	mapid = xcalloc(mapsp->n ? mapsp->n : 1, sizeof *mapid);
-	for (i = 0; i < nlocs; i++) {
-		if (locs[i].map >= 0)
-			mapid[locs[i].map] = 1;
+/* Mappings: those in use, the executable first (pprof's mapping 1). */
+static void
+build_prof_mappings(struct build_prof *bp)
+{
+	const struct maps *mapsp = &bp->b->maps;
+	const char *exe_path = bp->b->exe;
+	Perftools__Profiles__Mapping *m;
+	size_t i, k, slot, n = mapsp->n ? mapsp->n : 1;
+	struct symtab *st;
+	int is_exe;
+
+	bp->mapid = xcalloc(n, sizeof *bp->mapid);
+	for (i = 0; i < bp->nlocs; i++) {
+		if (bp->locs[i].map >= 0)
+			bp->mapid[bp->locs[i].map] = 1;
 	}
-	mp = xcalloc(mapsp->n ? mapsp->n : 1, sizeof *mp);
-	mpp = xcalloc(mapsp->n ? mapsp->n : 1, sizeof *mpp);
+	bp->mp = xcalloc(n, sizeof *bp->mp);
+	bp->mpp = xcalloc(n, sizeof *bp->mpp);
 	for (k = 0; k < 2; k++) {
 		for (i = 0; i < mapsp->n; i++) {
-			if (mapid[i] != 1)
+			if (bp->mapid[i] != 1)
 				continue;
-			if ((exe_path != NULL &&
-			    strcmp(mapsp->v[i].path, exe_path) == 0) != (k == 0))
+			is_exe = exe_path != NULL &&
+			    strcmp(mapsp->v[i].path, exe_path) == 0;
+			if (is_exe != (k == 0))
 				continue;
-			perftools__profiles__mapping__init(&mp[nmaps]);
-			mp[nmaps].id = nmaps + 1;
-			mp[nmaps].memory_start = mapsp->v[i].start;
-			mp[nmaps].memory_limit = mapsp->v[i].limit;
-			mp[nmaps].file_offset = mapsp->v[i].offset;
-			mp[nmaps].filename = build_str(&strs, mapsp->v[i].path);
-			st = build_symtab(b, &mapsp->v[i], &slot);
+			m = &bp->mp[bp->nmaps];
+			perftools__profiles__mapping__init(m);
+			m->id = bp->nmaps + 1;
+			m->memory_start = mapsp->v[i].start;
+			m->memory_limit = mapsp->v[i].limit;
+			m->file_offset = mapsp->v[i].offset;
+			m->filename = build_str(&bp->strs, mapsp->v[i].path);
+			st = build_symtab(bp->b, &mapsp->v[i], &slot);
 			if (st != NULL) {
-				mp[nmaps].build_id = build_str(&strs,
+				m->build_id = build_str(&bp->strs,
 				    symtab_build_id(st));
-				mp[nmaps].has_functions = symtab_count(st) > 0;
+				m->has_functions = symtab_count(st) > 0;
 			}
-			mpp[nmaps] = &mp[nmaps];
-			mapid[i] = ++nmaps + 1;	/* id + 1 */
+			bp->mpp[bp->nmaps] = m;
+			bp->mapid[i] = ++bp->nmaps + 1;	/* id + 1 */
 		}
 	}
+}
 
-	loc = xcalloc(nlocs ? nlocs : 1, sizeof *loc);
-	locp = xcalloc(nlocs ? nlocs : 1, sizeof *locp);
-	line = xcalloc(nlocs ? nlocs : 1, sizeof *line);
-	linep = xcalloc(nlocs ? nlocs : 1, sizeof *linep);
-	for (i = 0; i < nlocs; i++) {
-		perftools__profiles__location__init(&loc[i]);
-		loc[i].id = i + 1;
-		loc[i].address = locs[i].addr;
-		if (locs[i].map >= 0)
-			loc[i].mapping_id = mapid[locs[i].map] - 1;
-		if (locs[i].func >= 0) {
-			perftools__profiles__line__init(&line[i]);
-			line[i].function_id = (uint64_t)locs[i].func + 1;
-			linep[i] = &line[i];
-			loc[i].n_line = 1;
-			loc[i].line = &linep[i];
+/* The Location, Line and Function messages from the tables. */
+static void
+build_prof_messages(struct build_prof *bp)
+{
+	size_t i, nl = bp->nlocs ? bp->nlocs : 1;
+	size_t nf = bp->nfuncs ? bp->nfuncs : 1;
+
+	bp->loc = xcalloc(nl, sizeof *bp->loc);
+	bp->locp = xcalloc(nl, sizeof *bp->locp);
+	bp->line = xcalloc(nl, sizeof *bp->line);
+	bp->linep = xcalloc(nl, sizeof *bp->linep);
+	for (i = 0; i < bp->nlocs; i++) {
+		perftools__profiles__location__init(&bp->loc[i]);
+		bp->loc[i].id = i + 1;
+		bp->loc[i].address = bp->locs[i].addr;
+		if (bp->locs[i].map >= 0)
+			bp->loc[i].mapping_id = bp->mapid[bp->locs[i].map] - 1;
+		if (bp->locs[i].func >= 0) {
+			perftools__profiles__line__init(&bp->line[i]);
+			bp->line[i].function_id = (uint64_t)bp->locs[i].func + 1;
+			bp->linep[i] = &bp->line[i];
+			bp->loc[i].n_line = 1;
+			bp->loc[i].line = &bp->linep[i];
 		}
-		locp[i] = &loc[i];
+		bp->locp[i] = &bp->loc[i];
 	}
-	fn = xcalloc(nfuncs ? nfuncs : 1, sizeof *fn);
-	fnp = xcalloc(nfuncs ? nfuncs : 1, sizeof *fnp);
-	for (i = 0; i < nfuncs; i++) {
-		perftools__profiles__function__init(&fn[i]);
-		fn[i].id = i + 1;
-		fn[i].name = funcs[i].name;
-		fn[i].system_name = funcs[i].name;
-		fn[i].filename = funcs[i].file;
-		fnp[i] = &fn[i];
+	bp->fn = xcalloc(nf, sizeof *bp->fn);
+	bp->fnp = xcalloc(nf, sizeof *bp->fnp);
+	for (i = 0; i < bp->nfuncs; i++) {
+		perftools__profiles__function__init(&bp->fn[i]);
+		bp->fn[i].id = i + 1;
+		bp->fn[i].name = bp->funcs[i].name;
+		bp->fn[i].system_name = bp->funcs[i].name;
+		bp->fn[i].filename = bp->funcs[i].file;
+		bp->fnp[i] = &bp->fn[i];
 	}
+}
 
-	samp = xcalloc(s->n ? s->n : 1, sizeof *samp);
-	sampp = xcalloc(s->n ? s->n : 1, sizeof *sampp);
-	vals = xcalloc(s->n ? 2 * s->n : 1, sizeof *vals);
+/* The Sample messages: a count and CPU time per distinct stack. */
+static void
+build_prof_samples(struct build_prof *bp, int hz)
+{
+	const struct stacks *s = bp->s;
+	size_t i, n = s->n ? s->n : 1;
+
+	bp->samp = xcalloc(n, sizeof *bp->samp);
+	bp->sampp = xcalloc(n, sizeof *bp->sampp);
+	bp->vals = xcalloc(2 * n, sizeof *bp->vals);
 	for (i = 0; i < s->n; i++) {
-		perftools__profiles__sample__init(&samp[i]);
-		samp[i].n_location_id = s->v[i].n;
-		samp[i].location_id = locids + s->v[i].off;
-		vals[2 * i] = s->v[i].count;
-		vals[2 * i + 1] = s->v[i].count * (1000000000LL / w->hz);
-		samp[i].n_value = 2;
-		samp[i].value = &vals[2 * i];
-		sampp[i] = &samp[i];
+		perftools__profiles__sample__init(&bp->samp[i]);
+		bp->samp[i].n_location_id = s->v[i].n;
+		bp->samp[i].location_id = bp->locids + s->v[i].off;
+		bp->vals[2 * i] = s->v[i].count;
+		bp->vals[2 * i + 1] = s->v[i].count * (1000000000LL / hz);
+		bp->samp[i].n_value = 2;
+		bp->samp[i].value = &bp->vals[2 * i];
+		bp->sampp[i] = &bp->samp[i];
 	}
+}
+
+/* Assembles the Profile message, packs and gzips it. */
+static int
+build_prof_pack(struct build_prof *bp, const struct build_window *w,
+    uint8_t **out, size_t *outlen, char **cause)
+{
+	Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+	Perftools__Profiles__ValueType vt[3], *vtp[2];
+	char comment[128];
+	int64_t comment_idx;
+	uint8_t *raw;
+	size_t i, rawlen;
+	int ret;
 
 	for (i = 0; i < 3; i++)
 		perftools__profiles__value_type__init(&vt[i]);
-	vt[0].type = build_str(&strs, "samples");
-	vt[0].unit = build_str(&strs, "count");
-	vt[1].type = build_str(&strs, "cpu");
-	vt[1].unit = build_str(&strs, "nanoseconds");
+	vt[0].type = build_str(&bp->strs, "samples");
+	vt[0].unit = build_str(&bp->strs, "count");
+	vt[1].type = build_str(&bp->strs, "cpu");
+	vt[1].unit = build_str(&bp->strs, "nanoseconds");
 	vt[2] = vt[1];
 	vtp[0] = &vt[0];
 	vtp[1] = &vt[1];
 	snprintf(comment, sizeof comment, "profd-agent: %d Hz, %" PRIu64
 	    " samples dropped (ring full)", w->hz, w->drops);
-	comment_idx = build_str(&strs, comment);
+	comment_idx = build_str(&bp->strs, comment);
 
 	p.n_sample_type = 2;
 	p.sample_type = vtp;
-	p.n_sample = s->n;
-	p.sample = sampp;
-	p.n_mapping = nmaps;
-	p.mapping = mpp;
-	p.n_location = nlocs;
-	p.location = locp;
-	p.n_function = nfuncs;
-	p.function = fnp;
-	p.n_string_table = strs.n;
-	p.string_table = (char **)(uintptr_t)strs.v;
+	p.n_sample = bp->s->n;
+	p.sample = bp->sampp;
+	p.n_mapping = bp->nmaps;
+	p.mapping = bp->mpp;
+	p.n_location = bp->nlocs;
+	p.location = bp->locp;
+	p.n_function = bp->nfuncs;
+	p.function = bp->fnp;
+	p.n_string_table = bp->strs.n;
+	p.string_table = (char **)(uintptr_t)bp->strs.v;
 	p.time_nanos = w->time_nanos;
 	p.duration_nanos = w->duration_nanos;
 	p.period_type = &vt[2];
@@ -636,26 +698,56 @@ build_profile(struct build *b, const struct stacks *s,
 	raw = xmalloc(rawlen);
 	perftools__profiles__profile__pack(&p, raw);
 	ret = build_gzip(raw, rawlen, out, outlen, cause);
-
 	free(raw);
-	free(samp);
-	free(sampp);
-	free(vals);
-	free(loc);
-	free(locp);
-	free(line);
-	free(linep);
-	free(fn);
-	free(fnp);
-	free(mp);
-	free(mpp);
-	free(mapid);
-	free(locs);
-	free(locids);
-	free(funcs);
-	free(strs.v);
-	free(strs.index);
-	build_map_free(&locmap);
-	build_map_free(&fnmap);
+	return ret;
+}
+
+/* Frees the tables of a profile being built. */
+static void
+build_prof_free(struct build_prof *bp)
+{
+	free(bp->samp);
+	free(bp->sampp);
+	free(bp->vals);
+	free(bp->loc);
+	free(bp->locp);
+	free(bp->line);
+	free(bp->linep);
+	free(bp->fn);
+	free(bp->fnp);
+	free(bp->mp);
+	free(bp->mpp);
+	free(bp->mapid);
+	free(bp->locs);
+	free(bp->locids);
+	free(bp->funcs);
+	free(bp->strs.v);
+	free(bp->strs.index);
+	build_map_free(&bp->locmap);
+	build_map_free(&bp->fnmap);
+}
+
+/* Builds, packs and gzips the profile of one window. */
+int
+build_profile(struct build *b, const struct stacks *s,
+    const struct build_window *w, uint8_t **out, size_t *outlen,
+    char **cause)
+{
+	struct build_prof bp;
+	int ret;
+
+	if (build_refresh_maps(b, s, cause) != 0)
+		return -1;
+	memset(&bp, 0, sizeof bp);
+	bp.b = b;
+	bp.s = s;
+	build_str(&bp.strs, "");
+	build_prof_locations(&bp);
+	build_prof_functions(&bp);
+	build_prof_mappings(&bp);
+	build_prof_messages(&bp);
+	build_prof_samples(&bp, w->hz);
+	ret = build_prof_pack(&bp, w, out, outlen, cause);
+	build_prof_free(&bp);
 	return ret;
 }
