@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 
@@ -94,19 +94,19 @@ static void
 log_vwrite(enum log_level level, const char *fmt, va_list ap)
 {
 	static const char *tags[] = { "debug", "info", "warn", "error" };
-	struct timeval tv;
+	int64_t now = clock_now_ns();
+	time_t secs = (time_t)(now / 1000000000);
 	struct tm tm;
 	char when[32];
 	FILE *out;
 
 	if (level < log_level)
 		return;
-	gettimeofday(&tv, NULL);
-	gmtime_r(&tv.tv_sec, &tm);
+	gmtime_r(&secs, &tm);
 	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
 	pthread_mutex_lock(&log_mutex);
 	out = log_file != NULL ? log_file : stderr;
-	fprintf(out, "%s.%03ldZ %s: ", when, (long)(tv.tv_usec / 1000),
+	fprintf(out, "%s.%03ldZ %s: ", when, (long)(now / 1000000 % 1000),
 	    tags[level]);
 	vfprintf(out, fmt, ap);
 	fputc('\n', out);
