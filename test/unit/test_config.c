@@ -70,20 +70,12 @@ file_fails(const char *text, const char *want)
 	return r;
 }
 
-int
-main(void)
+/* The defaults. */
+static void
+test_defaults(void)
 {
 	struct config c;
-	const char *path;
-	char *cause = NULL, *usage = NULL;
-	size_t usage_len = 0;
-	FILE *f;
-	int rc;
 
-	if (mkdtemp(tmpdir) == NULL)
-		return 1;
-
-	/* defaults */
 	config_defaults(&c);
 	ok(strcmp(c.addr, "127.0.0.1:10100") == 0, "default addr");
 	ok(c.retention_ns == 7 * 86400 * NS, "default retention 7d");
@@ -91,8 +83,16 @@ main(void)
 	ok(c.workers >= 1, "default workers from the cores");
 	ok(c.max_body == 32 * 1024 * 1024, "default max-body 32M");
 	config_clear(&c);
+}
 
-	/* flags, both spellings */
+/* Flags, both spellings. */
+static void
+test_flags(void)
+{
+	struct config c;
+	char *cause = NULL;
+	int rc;
+
 	rc = parse(&c, &cause, "--addr", "0.0.0.0:9000", "--retention=36h",
 	    "--max-body", "1M", "--workers", "3", "--log-level=debug", NULL);
 	ok(rc == 0, "flags parse");
@@ -105,8 +105,16 @@ main(void)
 	rc = parse(&c, &cause, "--retention", "0", NULL);
 	ok(rc == 0 && c.retention_ns == 0, "--retention 0 keeps forever");
 	config_clear(&c);
+}
 
-	/* bad flags */
+/* Bad flags: unknown, out of range, without value, stray. */
+static void
+test_bad_flags(void)
+{
+	struct config c;
+	char *cause = NULL;
+	int rc;
+
 	rc = parse(&c, &cause, "--nope", "1", NULL);
 	ok(rc == -1 && strstr(cause, "unknown option --nope") != NULL,
 	    "unknown flag refused: %s", cause);
@@ -131,8 +139,20 @@ main(void)
 	free(cause);
 	cause = NULL;
 	config_clear(&c);
+}
 
-	/* a good config file: comments, blanks, spaces, CRLF */
+/*
+ * A good config file: comments, blanks, spaces, CRLF. Returns its path
+ * (write_conf's, good until its next call).
+ */
+static const char *
+test_good_file(void)
+{
+	struct config c;
+	const char *path;
+	char *cause = NULL;
+	int rc;
+
 	path = write_conf("good.conf",
 	    "# profd settings\n"
 	    "\n"
@@ -156,8 +176,17 @@ main(void)
 	ok(c.retention_interval_ns == 250 * 1000000,
 	    "file: hidden retention-interval 250ms");
 	config_clear(&c);
+	return path;
+}
 
-	/* flags win over the file, before or after --config */
+/* Flags win over the file at path, before or after --config. */
+static void
+test_flags_win(const char *path)
+{
+	struct config c;
+	char *cause = NULL;
+	int rc;
+
 	rc = parse(&c, &cause, "--workers", "7", "--config", path,
 	    "--retention", "1h", NULL);
 	ok(rc == 0, "flags with --config parse");
@@ -168,8 +197,12 @@ main(void)
 	ok(c.config_file != NULL && strcmp(c.config_file, path) == 0,
 	    "config_file is remembered");
 	config_clear(&c);
+}
 
-	/* bad config files name the line */
+/* Bad config files name the line. */
+static void
+test_bad_files(void)
+{
 	ok(file_fails("addr = x:1\n\nbogus = 1\n", "bad.conf:3: unknown "
 	    "setting \"bogus\""), "unknown setting names file and line 3");
 	ok(file_fails("# c\nworkers = many\n", "bad.conf:2: workers:"),
@@ -191,8 +224,17 @@ main(void)
 	    "zero sweep interval refused");
 	ok(file_fails("config = other.conf\n", "unknown setting \"config\""),
 	    "a config file cannot include another");
+}
 
-	/* a bad file fails the whole parse, with the line */
+/* A bad or missing file fails the whole parse, with the line. */
+static void
+test_bad_config_flag(void)
+{
+	struct config c;
+	const char *path;
+	char *cause = NULL;
+	int rc;
+
 	path = write_conf("bad2.conf", "workers = 2\nnope = 3\n");
 	rc = parse(&c, &cause, "--config", path, NULL);
 	ok(rc == -1 && strstr(cause, "bad2.conf:2: unknown setting") != NULL,
@@ -213,8 +255,16 @@ main(void)
 	free(cause);
 	cause = NULL;
 	config_clear(&c);
+}
 
-	/* usage lists the options but not the hidden ones */
+/* Usage lists the options but not the hidden ones. */
+static void
+test_usage(void)
+{
+	char *usage = NULL;
+	size_t usage_len = 0;
+	FILE *f;
+
 	f = open_memstream(&usage, &usage_len);
 	config_usage(f);
 	fclose(f);
@@ -223,6 +273,24 @@ main(void)
 	ok(strstr(usage, "retention-interval") == NULL,
 	    "usage hides retention-interval");
 	free(usage);
+}
+
+/* Runs the tests in a new directory for the config files, then removes it. */
+int
+main(void)
+{
+	const char *path;
+
+	if (mkdtemp(tmpdir) == NULL)
+		return 1;
+	test_defaults();
+	test_flags();
+	test_bad_flags();
+	path = test_good_file();
+	test_flags_win(path);
+	test_bad_files();
+	test_bad_config_flag();
+	test_usage();
 
 	unlink(write_conf("good.conf", ""));
 	unlink(write_conf("bad.conf", ""));

@@ -394,9 +394,9 @@ test_decode(void)
 	pprof_free(NULL, NULL);
 }
 
-/* Each validation error, one at a time, with its cause. */
+/* The fixture is valid; the string table and every string index. */
 static void
-test_validate(void)
+test_validate_strings(void)
 {
 	struct fixture	 fx;
 	pprof_profile_t	*p = &fx.p;
@@ -460,6 +460,14 @@ test_validate(void)
 	fx.f[0].filename = -1;
 	expect_invalid(p, "function 1: filename string index -1",
 	    "function filename");
+}
+
+/* Ids: 0, duplicates, sparse ids through the sorted table. */
+static void
+test_validate_ids(void)
+{
+	struct fixture	 fx;
+	pprof_profile_t	*p = &fx.p;
 
 	fixture_init(&fx);
 	fx.m[0].id = 0;
@@ -491,6 +499,14 @@ test_validate(void)
 	fx.s1loc[0] = 999999;
 	expect_invalid(p, "sample 1: location id 999999 not found",
 	    "a missing sparse location id");
+}
+
+/* References: mapping, function, location ids; values; label strings. */
+static void
+test_validate_refs(void)
+{
+	struct fixture	 fx;
+	pprof_profile_t	*p = &fx.p;
 
 	fixture_init(&fx);
 	fx.l[1].mapping_id = 5;
@@ -535,6 +551,14 @@ test_validate(void)
 	fx.lb[0].num_unit = 10;
 	expect_invalid(p, "sample 0: label 0: num_unit string index 10",
 	    "label num_unit");
+}
+
+/* Empty stacks, zero samples, dense ids at the direct table's limit. */
+static void
+test_validate_edges(void)
+{
+	struct fixture	 fx;
+	pprof_profile_t	*p = &fx.p;
 
 	fixture_init(&fx);
 	fx.s[1].n_location_id = 0;
@@ -710,7 +734,10 @@ main(void)
 {
 	test_inflate();
 	test_decode();
-	test_validate();
+	test_validate_strings();
+	test_validate_ids();
+	test_validate_refs();
+	test_validate_edges();
 	test_summary();
 	test_roundtrip();
 	return tap_done();
