@@ -60,8 +60,10 @@ for f in $sources; do
 		-o -name "*-$b.o" \) 2>/dev/null | head -n 1)
 	[ -n "$obj" ] || continue
 	nobj=$((nobj + 1))
+	# (compiler clones such as f.cold, f.part.0, f.isra.0 count as f)
 	bad=$(nm --defined-only "$obj" | awk '$2 ~ /^[TDBRCGWVt]$/ {print $3}' |
-		grep -v '^\.\|^_\|\.[0-9]*$\|^CSWTCH' | while read -r name; do
+		grep -v '^\.\|^_\|^CSWTCH' | sed 's/\..*//' | sort -u |
+		while read -r name; do
 			prefix_ok "$f" "$name" || echo "$name"
 		done)
 	if [ -z "$bad" ]; then
