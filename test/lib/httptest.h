@@ -291,6 +291,17 @@ httptest_done(void *arg)
 	return c->complete || c->eof;
 }
 
+/* Condition for httptest_run_until: some of the body is in (or the
+ * server closed the connection). */
+static inline int
+httptest_some_body(void *arg)
+{
+	struct httptest_client *c = arg;
+
+	httptest_poll(c);
+	return httptest_body_len(c) > 0 || c->eof;
+}
+
 /* Condition for httptest_run_until: the server closed the connection. */
 static inline int
 httptest_closed(void *arg)

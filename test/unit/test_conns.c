@@ -12,7 +12,9 @@
  * the listener again with too many open pauses at once. Last, evhttp_free
  * with connections still open (one with a request unanswered) then
  * conns_free closes every socket and leaks nothing (ASan checks). The
- * cap tests use a long read timeout so that only the clients close.
+ * cap tests use a long read timeout so that only the clients close. A
+ * TODO result records a known gap: a reply that takes longer than the
+ * read timeout to download is cut off.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +34,7 @@
 
 #define GET_A	"GET /a HTTP/1.1\r\nHost: test\r\n\r\n"
 #define GET_HOLD "GET /hold HTTP/1.1\r\nHost: test\r\n\r\n"
+#define BIG_LEN	(32 * 1024 * 1024)	/* more than socket buffers */
 
 /* A test server: evhttp, its connection tracker and listener. */
 struct test_server {
@@ -44,7 +47,24 @@ struct test_server {
 
 static struct event_base *base;
 
-/* The request callback: /hold is kept unanswered, the rest get 200. */
+/* A malloc'd buffer of len pattern bytes. */
+static uint8_t *
+test_conns_pattern(size_t len)
+{
+	uint8_t *b = malloc(len);
+	size_t i;
+
+	if (b == NULL)
+		httptest_bail("out of memory");
+	for (i = 0; i < len; i++)
+		b[i] = httptest_pattern(i);
+	return b;
+}
+
+/*
+ * The request callback: /hold is kept unanswered, /big gets BIG_LEN bytes,
+ * the rest a small JSON reply.
+ */
 static void
 test_conns_handler(struct evhttp_request *req, void *arg)
 {
@@ -55,6 +75,11 @@ test_conns_handler(struct evhttp_request *req, void *arg)
 	conns_request_started(s->env.conns, req);
 	if (strcmp(path, "/hold") == 0 && s->held == NULL) {
 		s->held = req;
+		return;
+	}
+	if (strcmp(path, "/big") == 0) {
+		reply_bytes(&s->env, req, test_conns_pattern(BIG_LEN), BIG_LEN,
+		    "application/octet-stream", NULL);
 		return;
 	}
 	reply_json(&s->env, req, 200, json_pack("{s:s}", "path", path));
@@ -102,13 +127,20 @@ test_count_is(void *arg)
 	return conns_count(tc->s->env.conns) == tc->want;
 }
 
+/* Runs the loop until conns_count(s) is want, at most ms; 1 if it is. */
+static int
+test_wait_count_ms(struct test_server *s, int want, int64_t ms)
+{
+	struct test_count tc = { s, want };
+
+	return httptest_run_until(base, test_count_is, &tc, ms);
+}
+
 /* Runs the loop until conns_count(s) is want; 1 if it got there. */
 static int
 test_wait_count(struct test_server *s, int want)
 {
-	struct test_count tc = { s, want };
-
-	return httptest_run_until(base, test_count_is, &tc, HTTPTEST_WAIT_MS);
+	return test_wait_count_ms(s, want, HTTPTEST_WAIT_MS);
 }
 
 /* Condition: each of a NULL-terminated array of clients is complete. */
@@ -262,6 +294,30 @@ test_read_timeout(void)
 	    "(%lld ms)", (long long)ms);
 	ok(test_wait_count(s, 0), "the connection is counted gone");
 	httptest_free(c);
+
+	/*
+	 * A reply that takes longer than the read timeout to download: the
+	 * deadline restarts when the reply is handed to evhttp, not when it
+	 * has been written, so a slow reader is cut off mid-download.
+	 */
+	c = httptest_connect(s->port);
+	c->discard = 1;
+	c->max_read = 65536;
+	httptest_send(c, "GET /big HTTP/1.1\r\nHost: test\r\n\r\n");
+	httptest_run_until(base, httptest_some_body, c, HTTPTEST_WAIT_MS);
+	ok(c->status == 200 && httptest_body_len(c) > 0,
+	    "a 32 MB download starts (%d)", c->status);
+	/* Reads nothing more for 3 s, or until the server drops it. */
+	test_wait_count_ms(s, 0, 3000);
+	c->max_read = 0;
+	httptest_wait(base, c);
+	todo_ok("the read timeout also cuts replies still being written",
+	    c->complete && httptest_body_len(c) == BIG_LEN && !c->body_bad,
+	    "a client reading slowly for longer than the read timeout gets "
+	    "the whole reply (%zu of %d bytes)", httptest_body_len(c),
+	    BIG_LEN);
+	httptest_free(c);
+	ok(test_wait_count(s, 0), "the connection is counted gone");
 	test_conns_server_free(s);
 }
 

@@ -728,16 +728,6 @@ test_busy(void)
 	test_gate_set(&gate, 0);
 }
 
-/* Condition: the client at arg has some of a response's body. */
-static int
-test_some_body(void *arg)
-{
-	struct httptest_client *c = arg;
-
-	httptest_poll(c);
-	return httptest_body_len(c) > 0 || c->eof;
-}
-
 /* env.unsent counts each reply until it is written. */
 static void
 test_unsent(void)
@@ -758,7 +748,7 @@ test_unsent(void)
 	c = test_send("/big?s=2");
 	c->discard = 1;
 	c->max_read = 65536;
-	httptest_run_until(base, test_some_body, c, HTTPTEST_WAIT_MS);
+	httptest_run_until(base, httptest_some_body, c, HTTPTEST_WAIT_MS);
 	ok(c->status == 200 && httptest_body_len(c) > 0,
 	    "a 32 MB reply starts (%d)", c->status);
 	ok(env.unsent == 1, "while the client has read only 64 KB of it, "
@@ -896,7 +886,7 @@ test_unsent_reset(void)
 	c = test_send("/big?s=1");
 	c->discard = 1;
 	c->max_read = 65536;
-	ok(httptest_run_until(base, test_some_body, c, HTTPTEST_WAIT_MS) &&
+	ok(httptest_run_until(base, httptest_some_body, c, HTTPTEST_WAIT_MS) &&
 	    c->status == 200 && env.unsent == before + 1,
 	    "a 32 MB reply starts and is counted");
 	httptest_close(c, 1);
