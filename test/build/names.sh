@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every function carries its file's prefix: each function defined in a
 # source file of the daemon, the libraries and the agent (static or not)
-# is named after the file (everything in collector/http/router.c starts
+# is named after the file (everything in collector/router.c starts
 # with router_), so a name says where it lives. Checked two ways:
 #  - in the source, every definition (the style puts the name at the start
 #    of a line, after its return type);

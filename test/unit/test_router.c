@@ -1,5 +1,5 @@
 /*
- * Unit tests of collector/http/router.c on a real event loop: the router
+ * Unit tests of collector/router.c on a real event loop: the router
  * installed on an evhttp server on 127.0.0.1 (ephemeral port) with the
  * real API handlers, a store in a temporary directory, real pools,
  * connection tracking and metrics, driven by raw loopback clients.
@@ -29,7 +29,7 @@
 #include "collector/config.h"
 #include "collector/env.h"
 #include "collector/http/conns.h"
-#include "collector/http/router.h"
+#include "collector/router.h"
 #include "collector/metrics.h"
 #include "common/log.h"
 #include "common/pool.h"
