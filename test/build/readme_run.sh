@@ -39,7 +39,7 @@ git clone -q "$repo" "$work/clone" && ok "fresh clone" ||
 mkdir -p "$work/shared" && ln -s "$PROFD_CORPUS" "$work/shared/corpus"
 (cd "$work/clone" && exec setsid sh -c "$cmd" > "$work/run.log" 2>&1) &
 sleep 1
-pgid=$(ps -o pgid= -p $! 2>/dev/null | tr -d ' ')
+pgid=$(awk '{print $5}' "/proc/$!/stat" 2>/dev/null)	# setsid's group
 up=
 for i in $(seq 1 900); do
 	curl -sf -o /dev/null "$url/healthz" && { up=1; break; }
@@ -67,7 +67,13 @@ curl -s -o "$work/back" "$url/api/0/profiles/$id" &&
 	not_ok "download is byte-identical"
 [ -f "$work/clone/data/meta.db" ] && ok "data lives in ./data" ||
 	not_ok "data lives in ./data"
-pid=$(pgrep -f "profd --addr 127.0.0.1:10100 --data-dir ./data" | head -n 1)
+# the daemon make started (from /proc: procps may not be installed)
+pid=
+for d in /proc/[0-9]*; do
+	case "$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null)" in
+	"./profd --addr 127.0.0.1:10100 --data-dir ./data "*) pid=${d#/proc/}; break ;;
+	esac
+done
 if [ -n "$pid" ]; then
 	kill -TERM "$pid"
 	for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
