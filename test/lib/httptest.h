@@ -74,6 +74,20 @@ httptest_pattern(size_t i)
 	return (uint8_t)(i * 31 % 251);
 }
 
+/* A malloc'd buffer of len pattern bytes. */
+static inline uint8_t *
+httptest_pattern_buf(size_t len)
+{
+	uint8_t *b = malloc(len);
+	size_t i;
+
+	if (b == NULL)
+		httptest_bail("out of memory");
+	for (i = 0; i < len; i++)
+		b[i] = httptest_pattern(i);
+	return b;
+}
+
 /* Binds http to 127.0.0.1 on an ephemeral port; *port: OUT the port. */
 static inline struct evhttp_bound_socket *
 httptest_bind(struct evhttp *http, int *port)

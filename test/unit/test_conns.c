@@ -47,20 +47,6 @@ struct test_server {
 
 static struct event_base *base;
 
-/* A malloc'd buffer of len pattern bytes. */
-static uint8_t *
-test_conns_pattern(size_t len)
-{
-	uint8_t *b = malloc(len);
-	size_t i;
-
-	if (b == NULL)
-		httptest_bail("out of memory");
-	for (i = 0; i < len; i++)
-		b[i] = httptest_pattern(i);
-	return b;
-}
-
 /*
  * The request callback: /hold is kept unanswered, /big gets BIG_LEN bytes,
  * the rest a small JSON reply.
@@ -78,7 +64,7 @@ test_conns_handler(struct evhttp_request *req, void *arg)
 		return;
 	}
 	if (strcmp(path, "/big") == 0) {
-		reply_bytes(&s->env, req, test_conns_pattern(BIG_LEN), BIG_LEN,
+		reply_bytes(&s->env, req, httptest_pattern_buf(BIG_LEN), BIG_LEN,
 		    "application/octet-stream", NULL);
 		return;
 	}

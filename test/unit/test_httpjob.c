@@ -185,26 +185,12 @@ test_work_nothing(struct httpjob *job)
 	test_work_enter(job);
 }
 
-/* A malloc'd buffer of len pattern bytes. */
-static uint8_t *
-test_pattern_buf(size_t len)
-{
-	uint8_t *b = malloc(len);
-	size_t i;
-
-	if (b == NULL)
-		httptest_bail("out of memory");
-	for (i = 0; i < len; i++)
-		b[i] = httptest_pattern(i);
-	return b;
-}
-
 /* work(): 1000 raw bytes with a file name. */
 static void
 test_work_bytes(struct httpjob *job)
 {
 	test_work_enter(job);
-	httpjob_bytes(job, test_pattern_buf(1000), 1000,
+	httpjob_bytes(job, httptest_pattern_buf(1000), 1000,
 	    "application/octet-stream", "cpu.pb.gz");
 }
 
@@ -213,7 +199,7 @@ static void
 test_work_bytes_nofile(struct httpjob *job)
 {
 	test_work_enter(job);
-	httpjob_bytes(job, test_pattern_buf(10), 10, "text/plain", NULL);
+	httpjob_bytes(job, httptest_pattern_buf(10), 10, "text/plain", NULL);
 }
 
 /* work(): BIG_LEN raw bytes. */
@@ -221,7 +207,7 @@ static void
 test_work_big(struct httpjob *job)
 {
 	test_work_enter(job);
-	httpjob_bytes(job, test_pattern_buf(BIG_LEN), BIG_LEN,
+	httpjob_bytes(job, httptest_pattern_buf(BIG_LEN), BIG_LEN,
 	    "application/octet-stream", "big.bin");
 }
 
