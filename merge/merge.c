@@ -229,7 +229,8 @@ merge_align_types(struct merge *m, const Perftools__Profiles__Profile *p,
 	if (nt != m->ntypes)
 		goto mismatch;
 	merge_keys_grow(&m->type_used, &m->type_used_cap, nt, 1);
-	memset(m->type_used, 0, nt);
+	if (nt > 0)	/* no table is allocated for none (memset(NULL) is UB) */
+		memset(m->type_used, 0, nt);
 	for (i = 0; i < nt; i++) {
 		/* First unclaimed match, so repeated types pair up in order. */
 		for (j = 0; j < m->ntypes; j++) {
@@ -524,8 +525,9 @@ merge_samples_in(struct merge *m, const Perftools__Profiles__Profile *p)
 		if (added) {
 			merge_keys_grow(&m->values, &m->info_cap[3],
 			    m->samples.n * (nt ? nt : 1), sizeof *m->values);
-			memset(&m->values[(size_t)idx * nt], 0,
-			    nt * sizeof *m->values);
+			if (nt > 0)
+				memset(&m->values[(size_t)idx * nt], 0,
+				    nt * sizeof *m->values);
 		}
 		v = &m->values[(size_t)idx * nt];
 		for (j = 0; j < nt; j++)
@@ -610,7 +612,9 @@ merge_add_weighted(struct merge *m, const Perftools__Profiles__Profile *p,
 	m->mismatch = 0;
 	merge_keys_grow(&m->str_map, &m->str_map_cap, p->n_string_table,
 	    sizeof *m->str_map);
-	memset(m->str_map, 0xff, p->n_string_table * sizeof *m->str_map);
+	if (p->n_string_table > 0)
+		memset(m->str_map, 0xff,
+		    p->n_string_table * sizeof *m->str_map);
 	if (p->n_string_table == 0 || p->string_table[0] == NULL ||
 	    p->string_table[0][0] != '\0') {
 		xcause(cause, "string table does not start with \"\"");

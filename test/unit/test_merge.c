@@ -249,6 +249,40 @@ test_zero_samples(void)
 	tb_free(c);
 }
 
+/*
+ * A profile with no sample types (valid pprof: nothing to add up) merges
+ * without undefined behaviour (memset of a NULL table of 0 bytes, found
+ * by the UBSan build) and gives a profile with no samples.
+ */
+static void
+test_no_sample_types(void)
+{
+	struct tb *a = tb_new(""), *b = tb_new("");
+	Perftools__Profiles__Profile *ps[] = { &a->p, &b->p }, *r;
+	uint64_t mp = tb_map(a, 0x400000, 0x500000, 0, "/app/bin");
+	uint64_t fm = tb_func(a, "main", "main.c");
+	uint64_t lm = tb_loc(a, mp, 0x400010, 1, fm, 10, 0, 0);
+	uint64_t s1[] = { lm, 0 };
+	struct merge *m;
+	char *cause = NULL;
+
+	tb_sample(a, s1, NULL, NULL);
+	tb_sample(a, s1, NULL, "k=v");
+	m = merge_these(ps, 2, &cause);
+	ok(m != NULL, "no sample types: two such profiles merge (%s)",
+	    cause != NULL ? cause : "ok");
+	if (m != NULL) {
+		r = (Perftools__Profiles__Profile *)merge_result(m);
+		ok(r != NULL && r->n_sample_type == 0 && r->n_sample == 0,
+		    "no sample types: the result has no types and no samples");
+		ok(merge_count(m) == 2, "no sample types: both inputs counted");
+		merge_free(m);
+	}
+	free(cause);
+	tb_free(a);
+	tb_free(b);
+}
+
 static void
 test_mismatch_and_align(void)
 {
@@ -514,6 +548,7 @@ main(void)
 	test_unsymbolized();
 	test_labels();
 	test_zero_samples();
+	test_no_sample_types();
 	test_mismatch_and_align();
 	test_header();
 	test_bad_refs();
