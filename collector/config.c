@@ -34,6 +34,8 @@ static const struct config_option config_options[] = {
 	    "delete profiles older than this (default 7d; 0 keeps forever)" },
 	{ "retention-interval", CONFIG_DURATION, OFF(retention_interval_ns),
 	    1, 0, NULL },
+	{ "max-future", CONFIG_DURATION, OFF(max_future_ns), 0, 0,
+	    "refuse profiles dated further ahead than this (default 1h)" },
 	{ "workers", CONFIG_INT, OFF(workers), 1, 256,
 	    "worker threads (default: number of cores)" },
 	{ "io-threads", CONFIG_INT, OFF(io_threads), 1, 1024,
@@ -74,6 +76,7 @@ config_defaults(struct config *c)
 	c->data_dir = xstrdup("./data");
 	c->retention_ns = INT64_C(7) * 86400 * 1000000000;
 	c->retention_interval_ns = INT64_C(60) * 1000000000;
+	c->max_future_ns = INT64_C(3600) * 1000000000;
 	c->workers = cores > 0 ? cores : 2;
 	c->max_queue = 1024;
 	c->io_threads = 32;

@@ -14,6 +14,7 @@ struct config {
 	char		*data_dir;
 	int64_t		 retention_ns;		/* 0: keep forever */
 	int64_t		 retention_interval_ns;	/* between sweeps */
+	int64_t		 max_future_ns;		/* refuse later profiles */
 	int64_t		 workers;
 	int64_t		 max_queue;
 	int64_t		 io_threads;

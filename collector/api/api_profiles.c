@@ -69,6 +69,35 @@ api_profiles_upload_free(void *arg)
 	free(up);
 }
 
+/*
+ * Refuses (400) a profile dated before the retention window, which would be
+ * acknowledged and then swept at once, or further ahead than --max-future,
+ * which no time range would reach and no sweep would delete. Returns 1 when
+ * it refused.
+ */
+static int
+api_profiles_check_time(struct httpjob *job, int64_t t, int64_t now,
+    const char *what)
+{
+	const struct config *cfg = job->env->cfg;
+	char when[64];
+
+	clock_format(t, when, sizeof when);
+	if (cfg->retention_ns > 0 && t < now - cfg->retention_ns) {
+		httpjob_error(job, 400, "%s (%s) is older than the retention "
+		    "(--retention %llds): it would be deleted at once", what,
+		    when, (long long)(cfg->retention_ns / 1000000000));
+		return 1;
+	}
+	if (t > now && t - now > cfg->max_future_ns) {
+		httpjob_error(job, 400, "%s (%s) is more than %llds ahead of "
+		    "the server's clock (--max-future)", what, when,
+		    (long long)(cfg->max_future_ns / 1000000000));
+		return 1;
+	}
+	return 0;
+}
+
 /* Worker: checks the profile and fills in its META. */
 static void
 api_profiles_upload_work(struct httpjob *job)
@@ -96,6 +125,11 @@ api_profiles_upload_work(struct httpjob *job)
 	ids_new(now / 1000000, m->id);
 	m->created_at = sum.time_nanos > 0 ? sum.time_nanos :
 	    up->created_at > 0 ? up->created_at : now;
+	if (api_profiles_check_time(job, m->created_at, now,
+	    sum.time_nanos > 0 ? "the profile's time_nanos" : "created_at")) {
+		pprof_summary_free(&sum);
+		return;
+	}
 	m->size = (int64_t)len;
 	m->samples = sum.samples;
 	m->duration_ns = sum.duration_nanos;

@@ -53,13 +53,17 @@ else
 	tail -n 30 "$work/run.log" | sed 's/^/# /'
 	echo "1..$T_N"; exit 1
 fi
-f=$(find "$PROFD_CORPUS/go" -name '*cpu*.pb.gz' 2>/dev/null | sort | head -n 1)
+src=$(find "$PROFD_CORPUS/go" -name '*cpu*.pb.gz' 2>/dev/null | sort | head -n 1)
+# a real profile, dated now: profd refuses profiles older than --retention
+f=$work/$(basename "$src")
+python3 "$here/test/lib/retime.py" "$src" "$f" now ||
+	not_ok "retime.py dates $(basename "$src") now"
 id=$(curl -s --data-binary @"$f" \
 	"$url/api/0/profiles?service=readme&type=cpu&labels=from=ci" |
 	jq -r '.body.id // empty')
 [ -n "$id" ] && ok "upload of $(basename "$f") answers an id ($id)" ||
 	not_ok "upload answers an id"
-n=$(curl -s "$url/api/0/profiles?service=readme&type=cpu&labels=from=ci&from=2000-01-01T00:00:00" |
+n=$(curl -s "$url/api/0/profiles?service=readme&type=cpu&labels=from=ci" |
 	jq '.body | length')
 [ "$n" = 1 ] && ok "the list finds it" || not_ok "the list finds it (got $n)"
 curl -s -o "$work/back" "$url/api/0/profiles/$id" &&

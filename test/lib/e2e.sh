@@ -43,7 +43,15 @@ profd_start() {
 	[ -n "$PROFD_DIR" ] || PROFD_DIR=$(mktemp -d "$T_TMP/data.XXXXXX")
 	PROFD_LOG=$PROFD_DIR.log
 	: > "$PROFD_LOG"
-	"$PROFD" --addr 127.0.0.1:0 --data-dir "$PROFD_DIR" "$@" 2>>"$PROFD_LOG" &
+	# The corpus holds real profiles dated the day they were recorded, and
+	# profd refuses uploads older than --retention: unless a test sets
+	# retention itself (a flag or a config file), keep everything, so no
+	# test depends on today's date.
+	local keep=(--retention 0) a
+	for a in "$@"; do
+		case "$a" in --retention|--retention=*|--config|--config=*) keep=() ;; esac
+	done
+	"$PROFD" --addr 127.0.0.1:0 --data-dir "$PROFD_DIR" "${keep[@]}" "$@" 2>>"$PROFD_LOG" &
 	PROFD_PID=$!
 	local i port=
 	for i in $(seq 1 200); do
