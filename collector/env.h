@@ -29,7 +29,6 @@ struct env {
 
 	/* HTTP bookkeeping, loop thread only. */
 	int			 stopping;	/* SIGTERM: answer 503 */
-	int			 unsent;	/* replies being written */
 	TAILQ_HEAD(, httpjob)	 watched;	/* jobs to cancel if the
 						   client goes away */
 };

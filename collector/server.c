@@ -50,13 +50,14 @@ server_drain_cb(evutil_socket_t fd, short what, void *arg)
 	struct server *srv = arg;
 	struct env *env = &srv->env;
 	int inflight = pool_inflight(env->pool) + pool_inflight(env->io_pool);
+	int unsent = conns_unsent(env->conns);
 
 	httpjob_check_watched(env);
-	if ((inflight == 0 && env->unsent <= 0) ||
+	if ((inflight == 0 && unsent == 0) ||
 	    clock_mono_ns() > srv->drain_deadline_ns) {
-		if (inflight > 0 || env->unsent > 0)
+		if (inflight > 0 || unsent > 0)
 			log_warn("%s: giving up on %d jobs and %d replies",
-			    __func__, inflight, env->unsent);
+			    __func__, inflight, unsent);
 		event_base_loopbreak(env->base);
 	}
 }

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -118,22 +119,29 @@ conns_request_done(struct conns *c, struct evhttp_request *req)
 	}
 }
 
+/* True while evhttp still owns conn (it clears the callbacks on free). */
+static int
+conns_alive(const struct conn *conn)
+{
+	bufferevent_data_cb rcb, wcb;
+	bufferevent_event_cb ecb;
+
+	bufferevent_getcb(conn->bev, &rcb, &wcb, &ecb, NULL);
+	return rcb != NULL || wcb != NULL || ecb != NULL;
+}
+
 /* Loop timer: reaps freed connections and cuts off slow ones. */
 static void
 conns_sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conns *c = arg;
 	struct conn *conn, *next;
-	bufferevent_data_cb rcb, wcb;
-	bufferevent_event_cb ecb;
 	int64_t now = conns_now_ms(), limit = c->read_timeout * 1000;
 	evutil_socket_t sfd;
 
 	for (conn = TAILQ_FIRST(&c->list); conn != NULL; conn = next) {
 		next = TAILQ_NEXT(conn, entry);
-		bufferevent_getcb(conn->bev, &rcb, &wcb, &ecb, NULL);
-		if (rcb == NULL && wcb == NULL && ecb == NULL &&
-		    now - conn->since > 50) {
+		if (!conns_alive(conn) && now - conn->since > 50) {
 			/* evhttp has freed the connection */
 			TAILQ_REMOVE(&c->list, conn, entry);
 			bufferevent_decref(conn->bev);
@@ -193,6 +201,28 @@ conns_free(struct conns *c)
 	}
 	event_free(c->timer);
 	free(c);
+}
+
+/*
+ * Connections with reply bytes not yet written to the socket. Counted from
+ * the connections themselves rather than per reply: libevent 2.1 frees a
+ * request whose write fails (a client that resets mid-download) without
+ * calling its completion callback, so a count kept per reply would leak.
+ */
+int
+conns_unsent(const struct conns *c)
+{
+	const struct conn *conn;
+	int n = 0;
+
+	if (c == NULL)
+		return 0;
+	TAILQ_FOREACH(conn, &c->list, entry) {
+		if (conns_alive(conn) &&
+		    evbuffer_get_length(bufferevent_get_output(conn->bev)) > 0)
+			n++;
+	}
+	return n;
 }
 
 /* Open connections. */

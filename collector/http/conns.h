@@ -40,5 +40,7 @@ void		 conns_request_started(struct conns *, struct evhttp_request *);
 void		 conns_request_done(struct conns *, struct evhttp_request *);
 /* Open connections now. */
 int		 conns_count(const struct conns *);
+/* Open connections with reply bytes not yet written (shutdown waits). */
+int		 conns_unsent(const struct conns *);
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * HTTP replies: the JSON envelope, raw downloads, and counting replies still
- * being written so a shutdown can wait for them. Every reply of ours passes
- * through reply_send, which is where /metrics counts it.
+ * HTTP replies: the JSON envelope and raw downloads. Every reply of ours
+ * passes through reply_send, which is where /metrics counts it and the
+ * connection's read deadline restarts. (A shutdown waits for replies still
+ * being written through conns_unsent.)
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,15 +41,6 @@ reply_reason(int code)
 	return "Unknown";
 }
 
-/* The reply has been written in full. */
-static void
-reply_complete_cb(struct evhttp_request *req, void *arg)
-{
-	struct env *env = arg;
-
-	env->unsent--;
-}
-
 /* Sends the reply, counting it until written; takes buf. */
 static void
 reply_send(struct env *env, struct evhttp_request *req, int code,
@@ -57,10 +49,6 @@ reply_send(struct env *env, struct evhttp_request *req, int code,
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
 	metrics_request_end(env->metrics, req, code);
-	if (evhttp_request_get_connection(req) != NULL) {
-		env->unsent++;
-		evhttp_request_set_on_complete_cb(req, reply_complete_cb, env);
-	}
 	conns_request_done(env->conns, req);
 	if (env->stopping)
 		evhttp_add_header(h, "Connection", "close");

@@ -1,7 +1,6 @@
 /*
  * Replies on the loop thread: the JSON envelope {"code":N,"body":...} or
- * {"code":N,"error":"..."}, raw bytes, and the bookkeeping that lets a
- * shutdown wait for replies still being written.
+ * {"code":N,"error":"..."}, and raw bytes.
  */
 #ifndef PROFD_REPLY_H
 #define PROFD_REPLY_H
