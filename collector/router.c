@@ -10,7 +10,9 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/util.h>
 
 #include "collector/api/api_info.h"
 #include "collector/api/api_merge.h"
@@ -146,6 +148,47 @@ router_authorize(struct router *rt, struct evhttp_request *req, int need)
 	return rc;
 }
 
+/*
+ * RFC 9112 6.3: a request whose body length is ambiguous cannot be trusted
+ * to end where a proxy in front of us thought it did; what follows could be
+ * a smuggled request. libevent takes the first Content-Length and never
+ * reads a HEAD's body, so refuse those and close the connection
+ * (*must_close set) to drop whatever follows. Equal duplicate
+ * Content-Length values are one value (RFC 9110 8.6). libevent already
+ * answers Content-Length with Transfer-Encoding itself; this check does not
+ * rely on that. An HTTP/1.1 request without Host is refused too, keeping
+ * the connection. Returns the problem, or NULL.
+ */
+static const char *
+router_check_framing(struct evhttp_request *req, int *must_close)
+{
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	struct evkeyval *h;
+	const char *cl = NULL;
+	int te = 0;
+
+	*must_close = 1;
+	TAILQ_FOREACH(h, in, next) {
+		if (evutil_ascii_strcasecmp(h->key, "Content-Length") == 0) {
+			if (cl != NULL && strcmp(cl, h->value) != 0)
+				return "conflicting Content-Length headers";
+			cl = h->value;
+		} else if (evutil_ascii_strcasecmp(h->key,
+		    "Transfer-Encoding") == 0)
+			te = 1;
+	}
+	if (cl != NULL && te)
+		return "both Content-Length and Transfer-Encoding";
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD &&
+	    (te || (cl != NULL && strcmp(cl, "0") != 0)))
+		return "HEAD request with a body";
+	*must_close = 0;
+	if ((req->major > 1 || (req->major == 1 && req->minor >= 1)) &&
+	    evhttp_find_header(in, "Host") == NULL)
+		return "HTTP/1.1 request without Host header";
+	return NULL;
+}
+
 /* Every request enters here. */
 static void
 router_request_cb(struct evhttp_request *req, void *arg)
@@ -158,10 +201,13 @@ router_request_cb(struct evhttp_request *req, void *arg)
 	struct router_dispatch d;
 	struct params p;
 	char *path = NULL, *cause = NULL;
+	const char *bad;
+	int must_close;
 
 	if (rawpath == NULL || *rawpath == '\0')
 		rawpath = "/";
-	path = evhttp_uridecode(rawpath, 0, NULL);
+	if ((bad = router_check_framing(req, &must_close)) == NULL)
+		path = evhttp_uridecode(rawpath, 0, NULL);
 	if (path != NULL)
 		router_route(path, method, &d);
 	else {
@@ -173,6 +219,13 @@ router_request_cb(struct evhttp_request *req, void *arg)
 	    evbuffer_get_length(evhttp_request_get_input_buffer(req)) : 0);
 
 	conns_request_started(env->conns, req);
+	if (bad != NULL) {
+		if (must_close && !env->stopping)	/* (reply.c adds it then) */
+			evhttp_add_header(evhttp_request_get_output_headers(req),
+			    "Connection", "close");
+		reply_error(env, req, 400, "%s", bad);
+		goto out;
+	}
 	if (env->stopping) {
 		reply_error(env, req, 503, "shutting down");
 		goto out;
