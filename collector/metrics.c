@@ -79,6 +79,8 @@ struct metrics {
 	_Atomic int64_t		 bytes;
 	_Atomic int		 totals_known;
 	_Atomic uint64_t	 retention_deleted;
+	_Atomic uint64_t	 merge_deleted;		/* inputs left out */
+	_Atomic uint64_t	 merge_damaged;
 	_Atomic uint64_t	 retention_sweeps;
 	_Atomic uint64_t	 retention_failures;
 	_Atomic int64_t		 retention_last_ns;	/* wall clock */
@@ -238,6 +240,14 @@ metrics_set_totals(struct metrics *m, int64_t profiles, int64_t bytes)
 	atomic_store(&m->totals_known, 1);
 }
 
+/* Counts merge inputs left out: gone since listed, or damaged. */
+void
+metrics_merge_skipped(struct metrics *m, uint64_t deleted, uint64_t damaged)
+{
+	atomic_fetch_add(&m->merge_deleted, deleted);
+	atomic_fetch_add(&m->merge_damaged, damaged);
+}
+
 /* Counts profiles deleted by retention. */
 void
 metrics_retention_deleted(struct metrics *m, uint64_t n)
@@ -371,6 +381,13 @@ metrics_render(struct metrics *m, const struct metrics_gauges *g, FILE *f)
 	metrics_head(f, "profd_workers", "gauge", "Worker threads.");
 	fprintf(f, "profd_workers %d\n", g->workers);
 
+	metrics_head(f, "profd_merge_inputs_skipped_total", "counter",
+	    "Merge inputs left out: deleted since listed, or damaged "
+	    "(unreadable or undecodable).");
+	fprintf(f, "profd_merge_inputs_skipped_total{reason=\"deleted\"} "
+	    "%llu\n", (unsigned long long)atomic_load(&m->merge_deleted));
+	fprintf(f, "profd_merge_inputs_skipped_total{reason=\"damaged\"} "
+	    "%llu\n", (unsigned long long)atomic_load(&m->merge_damaged));
 	metrics_head(f, "profd_retention_seconds", "gauge",
 	    "Configured retention; 0 keeps profiles forever.");
 	fprintf(f, "profd_retention_seconds %lld\n",

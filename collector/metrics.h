@@ -61,6 +61,9 @@ void	metrics_set_totals(struct metrics *, int64_t profiles, int64_t bytes);
 /* Any thread: one retention sweep finished (ok or failed) in duration_ns. */
 void	metrics_retention_sweep(struct metrics *, int failed,
 	    int64_t duration_ns);
+/* Any thread: a merge left out inputs (deleted since listed, damaged). */
+void	metrics_merge_skipped(struct metrics *, uint64_t deleted,
+	    uint64_t damaged);
 /* Any thread: n profiles deleted by retention so far in a sweep. */
 void	metrics_retention_deleted(struct metrics *, uint64_t n);
 

@@ -57,6 +57,7 @@ struct merge_run_state {
 	char			**units;
 	atomic_size_t		 next;		/* next unclaimed input */
 	atomic_int		 stop;		/* failure or cancel */
+	struct merge_run_skips	 skips;		/* under lock */
 };
 
 /* What one participant owns while it works. */
@@ -86,6 +87,7 @@ merge_run_unref(struct merge_run_state *st)
 		merge_free(st->results[i]);
 	free(st->results);
 	free(st->cause);
+	free(st->skips.first);
 	for (i = 0; i < st->ntypes; i++) {
 		free(st->types[i]);
 		free(st->units[i]);
@@ -112,7 +114,25 @@ merge_run_fail(struct merge_run_state *st, int code, char *cause)
 	free(cause);
 }
 
-/* Fetches, decodes and merges input i into the share. */
+/* Leaves input i out as damaged (takes why), logging and counting it. */
+static void
+merge_run_skip(struct merge_run_state *st, size_t i, char *why)
+{
+	log_warn("merge: left out input %zu: %s", i, why);
+	pthread_mutex_lock(&st->lock);
+	st->skips.damaged++;
+	if (st->skips.first == NULL) {
+		st->skips.first = why;
+		why = NULL;
+	}
+	pthread_mutex_unlock(&st->lock);
+	free(why);
+}
+
+/*
+ * Fetches, decodes and merges input i into the share. An input that is gone
+ * or damaged is left out; only a sample type mismatch (422) fails the run.
+ */
 static int
 merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
     size_t i)
@@ -120,28 +140,37 @@ merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
 	Perftools__Profiles__Profile *p;
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	char *cause = NULL, *why = NULL;
-	int rc = -1;
+	char *why = NULL;
+	int rc = 0;
 
-	if (st->fetch(st->arg, i, &buf, &len, &why) != 0) {
-		cause = xasprintf("profile %zu: %s", i, why ? why : "unreadable");
-		merge_run_fail(st, 500, cause);
+	switch (st->fetch(st->arg, i, &buf, &len, &why)) {
+	case 0:
+		break;
+	case 1:
+		pthread_mutex_lock(&st->lock);
+		st->skips.deleted++;
+		pthread_mutex_unlock(&st->lock);
+		goto out;
+	default:
+		merge_run_skip(st, i, xasprintf("profile %zu: %s", i,
+		    why ? why : "unreadable"));
 		goto out;
 	}
 	p = pprof_load(buf, len, st->max_inflated, arena_allocator(sh->arena),
 	    &why);
 	if (p == NULL) {
-		merge_run_fail(st, 500, xasprintf("stored profile %zu no longer "
+		merge_run_skip(st, i, xasprintf("stored profile %zu no longer "
 		    "decodes: %s", i, why ? why : "invalid"));
 		goto out;
 	}
 	if (merge_add(sh->m, p, &why) != 0) {
-		merge_run_fail(st, merge_mismatch(sh->m) ? 422 : 500,
-		    merge_mismatch(sh->m) ? xstrdup(why) :
-		    xasprintf("profile %zu: %s", i, why));
-		goto out;
+		if (merge_mismatch(sh->m)) {
+			merge_run_fail(st, 422, xstrdup(why));
+			rc = -1;
+		} else
+			merge_run_skip(st, i, xasprintf("profile %zu: %s", i,
+			    why));
 	}
-	rc = 0;
 out:
 	arena_reset(sh->arena);
 	free(why);
@@ -235,7 +264,8 @@ merge_run_job_done(struct pool_job *job)
 int
 merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
     size_t max_inflated, const volatile int *cancel, uint8_t **out,
-    size_t *outlen, int *http_code, char **cause)
+    size_t *outlen, struct merge_run_skips *skips, int *http_code,
+    char **cause)
 {
 	struct merge_run_state *st;
 	struct merge_run_share sh;
@@ -246,6 +276,8 @@ merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 
 	*out = NULL;
 	*outlen = 0;
+	if (skips != NULL)
+		memset(skips, 0, sizeof *skips);
 	if (n == 0) {
 		*http_code = 404;
 		return xcause(cause, "no profiles to merge");
@@ -259,17 +291,27 @@ merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 	st->arg = arg;
 	st->max_inflated = max_inflated ? max_inflated : MERGE_RUN_MAX_INFLATED;
 	st->cancel = cancel;
-	atomic_init(&st->next, 1);
+	atomic_init(&st->next, 0);
 	atomic_init(&st->stop, 0);
 
 	merge_run_share_init(&sh);
-	/* Input 0 first, alone: it fixes the order of the sample types. */
-	if (cancel != NULL && __atomic_load_n(cancel, __ATOMIC_RELAXED))
-		merge_run_fail(st, 499, xstrdup("merge cancelled"));
-	else
-		merge_run_one(st, &sh, 0);
+	/*
+	 * The first input that merges, alone: it fixes the order of the
+	 * sample types (inputs left out before it do not count).
+	 */
+	while (!atomic_load(&st->stop) && merge_count(sh.m) == 0) {
+		if (cancel != NULL && __atomic_load_n(cancel, __ATOMIC_RELAXED)) {
+			merge_run_fail(st, 499, xstrdup("merge cancelled"));
+			break;
+		}
+		i = atomic_fetch_add(&st->next, 1);
+		if (i >= n)
+			break;
+		merge_run_one(st, &sh, i);
+	}
 
-	if (pool != NULL && !atomic_load(&st->stop) && n > 1) {
+	if (pool != NULL && !atomic_load(&st->stop) &&
+	    atomic_load(&st->next) < n) {
 		/* Helpers check their inputs against input 0's types. */
 		st->ntypes = merge_ntypes(sh.m);
 		st->types = xcalloc(st->ntypes + 1, sizeof *st->types);
@@ -316,6 +358,19 @@ merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 				break;
 			}
 		}
+	}
+	if (!atomic_load(&st->stop) && merge_count(sh.m) == 0) {
+		if (st->skips.damaged > 0)
+			merge_run_fail(st, 500, xasprintf("no profile could be "
+			    "read (%zu damaged; first: %s)", st->skips.damaged,
+			    st->skips.first));
+		else
+			merge_run_fail(st, 404, xasprintf("all %zu profiles "
+			    "were deleted during the merge", n));
+	}
+	if (skips != NULL) {
+		*skips = st->skips;
+		st->skips.first = NULL;
 	}
 	if (atomic_load(&st->stop)) {
 		*http_code = st->code ? st->code : 500;

@@ -13,10 +13,19 @@ struct pool;
 /*
  * Returns the stored bytes (gzipped or raw pprof) of input i in a new
  * malloc'd buffer that merge_run frees. Called from several threads at
- * once, each i exactly once. Returns -1 with *cause set on failure.
+ * once, each i exactly once. Returns 1 when the input no longer exists
+ * (deleted since it was listed: it is left out), -1 with *cause set when
+ * it cannot be read (it is skipped as damaged).
  */
 typedef int (*merge_fetch_cb)(void *arg, size_t i, uint8_t **buf,
     size_t *len, char **cause);
+
+/* The inputs a merge left out. */
+struct merge_run_skips {
+	size_t	 deleted;	/* the fetch said it is gone */
+	size_t	 damaged;	/* unreadable, undecodable or inconsistent */
+	char	*first;		/* the first damaged one's cause (caller frees) */
+};
 
 /*
  * Merges inputs 0..n-1. Meant to run on a pool worker: the caller works on
@@ -24,15 +33,18 @@ typedef int (*merge_fetch_cb)(void *arg, size_t i, uint8_t **buf,
  * pool_submit_force; a helper that starts after the work is gone returns at
  * once, so the caller never waits for a job that has not started. pool may
  * be NULL (everything runs on the calling thread).
- * max_inflated caps each inflated profile (0: 256 MiB). *cancel (may be NULL) is checked
- * between inputs: once it is nonzero the merge stops early.
+ * max_inflated caps each inflated profile (0: 256 MiB). *cancel (may be
+ * NULL) is checked between inputs: once it is nonzero the merge stops.
+ * An input that is gone or damaged does not fail the merge: it is left
+ * out, logged, and counted in *skips (may be NULL).
  * On success returns 0, *out (caller frees) and *outlen, *http_code 200.
- * On failure returns -1, *cause and *http_code: 404 no inputs, 422 sample
- * types differ, 500 a stored profile that cannot be read or decoded (or
- * over max_inflated), 499 cancelled.
+ * On failure returns -1, *cause and *http_code: 404 no inputs (or every
+ * one was deleted), 422 sample types differ, 500 no input could be read,
+ * 499 cancelled.
  */
 int	merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 	    size_t max_inflated, const volatile int *cancel, uint8_t **out,
-	    size_t *outlen, int *http_code, char **cause);
+	    size_t *outlen, struct merge_run_skips *skips, int *http_code,
+	    char **cause);
 
 #endif

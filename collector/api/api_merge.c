@@ -16,6 +16,7 @@
 #include "collector/env.h"
 #include "collector/http/httpjob.h"
 #include "collector/http/reply.h"
+#include "collector/metrics.h"
 #include "collector/ids.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -63,19 +64,33 @@ struct api_merge_fetch {
 	char		**ids;
 };
 
-/* merge_run's source of input bytes: the stored blob of ids[i]. */
+/*
+ * merge_run's source of input bytes: the stored blob of ids[i]; 1 when its
+ * row is gone, -1 when the blob cannot be read.
+ */
 static int
 api_merge_fetch_blob(void *arg, size_t i, uint8_t **buf, size_t *len,
     char **cause)
 {
 	struct api_merge_fetch *mf = arg;
+	struct profile_meta m;
 	char *why = NULL;
 	int rc;
 
 	rc = store_read_blob(mf->store, mf->ids[i], buf, len, &why);
-	if (rc == 1)
-		return xcause(cause, "profile %s was deleted during the merge",
-		    mf->ids[i]);
+	if (rc == 1) {
+		/* Deleted since it was listed (retention), unless its row is
+		 * still there: then the blob file is missing. */
+		memset(&m, 0, sizeof m);
+		rc = store_get(mf->store, mf->ids[i], &m, &why);
+		if (rc == 1)
+			return 1;
+		if (rc == 0) {
+			store_meta_clear(&m);
+			return xcause(cause, "profile %s: its blob file is "
+			    "missing", mf->ids[i]);
+		}
+	}
 	if (rc != 0) {
 		xcause(cause, "profile %s: %s", mf->ids[i], why);
 		free(why);
@@ -84,19 +99,50 @@ api_merge_fetch_blob(void *arg, size_t i, uint8_t **buf, size_t *len,
 	return 0;
 }
 
+/*
+ * Says which inputs a merge left out: a header on the reply
+ * (X-Profd-Merge-Skipped: deleted=N damaged=M, and the first damaged
+ * input's cause in X-Profd-Merge-Damaged), the log and /metrics.
+ */
+static void
+api_merge_report_skips(struct httpjob *job, struct merge_run_skips *sk)
+{
+	char *p;
+
+	if (sk->deleted > 0 || sk->damaged > 0) {
+		httpjob_header(job, "X-Profd-Merge-Skipped",
+		    "deleted=%zu damaged=%zu", sk->deleted, sk->damaged);
+		metrics_merge_skipped(job->env->metrics, sk->deleted,
+		    sk->damaged);
+	}
+	if (sk->first != NULL) {
+		for (p = sk->first; *p != '\0'; p++) {
+			if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+				*p = '?';	/* header-safe */
+		}
+		httpjob_header(job, "X-Profd-Merge-Damaged", "%.200s",
+		    sk->first);
+	}
+	free(sk->first);
+	sk->first = NULL;
+}
+
 /* Worker: merges ma->ids into the job's result. */
 static void
 api_merge_ids_run(struct httpjob *job, struct api_merge_args *ma)
 {
 	struct api_merge_fetch mf = { job->env->store, ma->ids };
+	struct merge_run_skips skips;
 	uint8_t *out = NULL;
 	size_t outlen = 0;
 	char *cause = NULL;
-	int code = 500;
+	int code = 500, rc;
 
-	if (merge_run(job->env->pool, ma->nids, api_merge_fetch_blob, &mf,
-	    job->env->cfg->max_inflated, &job->cancelled, &out, &outlen, &code,
-	    &cause) != 0 || code != 200) {
+	rc = merge_run(job->env->pool, ma->nids, api_merge_fetch_blob, &mf,
+	    job->env->cfg->max_inflated, &job->cancelled, &out, &outlen,
+	    &skips, &code, &cause);
+	api_merge_report_skips(job, &skips);
+	if (rc != 0 || code != 200) {
 		if (code == 200 || code == 0)
 			code = 500;
 		httpjob_error(job, code, "merge failed: %s",

@@ -10,6 +10,7 @@
 
 #include <event2/bufferevent.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 
 #include "collector/http/httpjob.h"
 #include "collector/http/reply.h"
@@ -43,6 +44,8 @@ httpjob_work_cb(struct pool_job *pj)
 static void
 httpjob_free(struct httpjob *job)
 {
+	int i;
+
 	if (job->arg_free != NULL)
 		job->arg_free(job->arg);
 	free(job->error);
@@ -50,6 +53,10 @@ httpjob_free(struct httpjob *job)
 		json_decref(job->json);
 	free(job->bytes);
 	free(job->disposition);
+	for (i = 0; i < job->nhdrs; i++) {
+		free(job->hdr_name[i]);
+		free(job->hdr_value[i]);
+	}
 	free(job);
 }
 
@@ -59,9 +66,13 @@ httpjob_done_cb(struct pool_job *pj)
 {
 	struct httpjob *job = (struct httpjob *)pj;
 	struct env *env = job->env;
+	int i;
 
 	if (job->watched)
 		TAILQ_REMOVE(&env->watched, job, watch_entry);
+	for (i = 0; i < job->nhdrs; i++)
+		evhttp_add_header(evhttp_request_get_output_headers(job->req),
+		    job->hdr_name[i], job->hdr_value[i]);
 	if (job->error != NULL)
 		reply_error(env, job->req, job->code, "%s", job->error);
 	else if (job->json != NULL) {
@@ -174,6 +185,21 @@ httpjob_json(struct httpjob *job, json_t *body)
 		json_decref(job->json);
 	job->json = body;
 	job->code = 200;
+}
+
+/* Adds a reply header. */
+void
+httpjob_header(struct httpjob *job, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (job->nhdrs >= HTTPJOB_MAX_HEADERS)
+		return;
+	job->hdr_name[job->nhdrs] = xstrdup(name);
+	va_start(ap, fmt);
+	job->hdr_value[job->nhdrs] = xvasprintf(fmt, ap);
+	va_end(ap);
+	job->nhdrs++;
 }
 
 /* Sets a bytes result; takes buf. */

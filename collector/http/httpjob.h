@@ -21,6 +21,8 @@
 
 #include "common/pool.h"
 
+#define HTTPJOB_MAX_HEADERS	4	/* extra reply headers a job may set */
+
 struct env;
 struct evhttp_request;
 
@@ -46,6 +48,9 @@ struct httpjob {
 	size_t			  nbytes;
 	const char		 *content_type;
 	char			 *disposition;	/* a file name */
+	char			 *hdr_name[HTTPJOB_MAX_HEADERS];	/* extra */
+	char			 *hdr_value[HTTPJOB_MAX_HEADERS];
+	int			  nhdrs;
 };
 
 /* A new job; arg is freed with arg_free when the job ends. */
@@ -64,6 +69,9 @@ void	httpjob_error(struct httpjob *, int code, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
 /* Steals body. */
 void	httpjob_json(struct httpjob *, json_t *body);
+/* Adds a reply header (copied; at most HTTPJOB_MAX_HEADERS, then ignored). */
+void	httpjob_header(struct httpjob *, const char *name, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
 /* Takes ownership of buf (malloc'd). */
 void	httpjob_bytes(struct httpjob *, uint8_t *buf, size_t len,
 	    const char *content_type, const char *filename);

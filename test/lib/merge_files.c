@@ -97,6 +97,7 @@ main(int argc, char **argv)
 	const char *retime = NULL;
 	struct event_base *base = NULL;
 	struct pool *pool = NULL;
+	struct merge_run_skips skips;
 	uint8_t *out = NULL;
 	size_t outlen = 0;
 	char *cause = NULL;
@@ -134,10 +135,19 @@ main(int argc, char **argv)
 		pool = pool_new(base, workers, 1024);
 	}
 	rc = merge_run(pool, (size_t)argc - 1, merge_files_fetch, argv + 1, 0,
-	    NULL, &out, &outlen, &code, &cause);
+	    NULL, &out, &outlen, &skips, &code, &cause);
 	pool_free(pool);
 	if (base != NULL)
 		event_base_free(base);
+	if (skips.damaged > 0) {
+		/* a file tool: a file that does not merge is an error */
+		fprintf(stderr, "merge_files: %zu files left out, first: %s\n",
+		    skips.damaged, skips.first);
+		free(skips.first);
+		free(out);
+		free(cause);
+		return 1;
+	}
 	if (rc != 0) {
 		fprintf(stderr, "merge_files: %d %s\n", code, cause);
 		free(cause);

@@ -26,6 +26,7 @@ struct files {
 	char		**paths;
 	size_t		  n;
 	size_t		  fail_at;	/* fetch of this index fails */
+	size_t		  gone_at;	/* this index and above are deleted */
 	size_t		  cancel_at;	/* fetch of this index sets cancel */
 	volatile int	  cancel;
 };
@@ -41,6 +42,8 @@ files_fetch(void *arg, size_t i, uint8_t **buf, size_t *len, char **cause)
 
 	if (i == fs->fail_at)
 		return xcause(cause, "blob %zu is gone", i);
+	if (i >= fs->gone_at)
+		return 1;
 	if (i == fs->cancel_at)
 		fs->cancel = 1;
 	if ((f = fopen(fs->paths[i], "rb")) == NULL)
@@ -69,7 +72,7 @@ files_new(const char **rel)
 	fs->paths = xcalloc(fs->n, sizeof *fs->paths);
 	for (size_t i = 0; i < fs->n; i++)
 		fs->paths[i] = xasprintf("%s/%s", corpus, rel[i]);
-	fs->fail_at = fs->cancel_at = (size_t)-1;
+	fs->fail_at = fs->cancel_at = fs->gone_at = (size_t)-1;
 	return fs;
 }
 
@@ -84,7 +87,7 @@ files_pool(size_t n)
 	for (size_t i = 0; i < n; i++)
 		fs->paths[i] = xasprintf("%s/bench/pool/cpu_%c_%02zu.pb.gz",
 		    corpus, i % 2 ? 'B' : 'A', i / 2 % 50 + 1);
-	fs->fail_at = fs->cancel_at = (size_t)-1;
+	fs->fail_at = fs->cancel_at = fs->gone_at = (size_t)-1;
 	return fs;
 }
 
@@ -97,6 +100,9 @@ files_free(struct files *fs)
 	free(fs);
 }
 
+/* What the last run() left out. */
+static struct merge_run_skips last_skips;
+
 /* Runs merge_run; returns the canonical text of the result or NULL. */
 static char *
 run(struct pool *pool, struct files *fs, int *code, char **cause)
@@ -107,8 +113,9 @@ run(struct pool *pool, struct files *fs, int *code, char **cause)
 	char *c;
 
 	*code = 0;
+	free(last_skips.first);
 	if (merge_run(pool, fs->n, files_fetch, fs, 0, &fs->cancel, &out, &len,
-	    code, cause) != 0)
+	    &last_skips, code, cause) != 0)
 		return NULL;
 	p = tl_decode_gz(out, len);
 	free(out);
@@ -277,10 +284,13 @@ test_errors(struct pool *pool)
 
 		fs = files_new(bad);
 		c = run(pools[k], fs, &code, &cause);
-		ok(c == NULL && code == 500 && cause != NULL &&
-		    strstr(cause, "profile 1") != NULL,
-		    "%s: truncated blob is 500 naming it (%s)", how,
-		    cause ? cause : "");
+		ok(c != NULL && code == 200 && last_skips.damaged == 1 &&
+		    last_skips.first != NULL &&
+		    strstr(last_skips.first, "profile 1") != NULL,
+		    "%s: a truncated blob is left out, naming it, and the rest "
+		    "merges (%s)", how, last_skips.first ? last_skips.first :
+		    (cause ? cause : ""));
+		free(c);
 		free(cause);
 		cause = NULL;
 		files_free(fs);
@@ -288,9 +298,37 @@ test_errors(struct pool *pool)
 		fs = files_pool(20);
 		fs->fail_at = 13;
 		c = run(pools[k], fs, &code, &cause);
-		ok(c == NULL && code == 500 && cause != NULL &&
-		    strstr(cause, "blob 13 is gone") != NULL,
-		    "%s: failed fetch is 500 (%s)", how, cause ? cause : "");
+		ok(c != NULL && code == 200 && last_skips.damaged == 1 &&
+		    last_skips.first != NULL &&
+		    strstr(last_skips.first, "blob 13 is gone") != NULL,
+		    "%s: a failed fetch is left out and the other 19 merge (%s)",
+		    how, last_skips.first ? last_skips.first :
+		    (cause ? cause : ""));
+		free(c);
+		free(cause);
+		cause = NULL;
+		files_free(fs);
+
+		fs = files_pool(20);
+		fs->fail_at = 0;
+		fs->gone_at = 15;
+		c = run(pools[k], fs, &code, &cause);
+		ok(c != NULL && code == 200 && last_skips.damaged == 1 &&
+		    last_skips.deleted == 5, "%s: a damaged first input and 5 "
+		    "deleted ones are left out; the other 14 merge (%d, %zu "
+		    "damaged, %zu deleted)", how, code, last_skips.damaged,
+		    last_skips.deleted);
+		free(c);
+		free(cause);
+		cause = NULL;
+		files_free(fs);
+
+		fs = files_pool(10);
+		fs->gone_at = 0;
+		c = run(pools[k], fs, &code, &cause);
+		ok(c == NULL && code == 404 && last_skips.deleted == 10,
+		    "%s: every input deleted during the merge is 404 (%s)", how,
+		    cause ? cause : "");
 		free(cause);
 		cause = NULL;
 		files_free(fs);
@@ -307,16 +345,21 @@ test_errors(struct pool *pool)
 
 	fs = files_new(junk);
 	c = run(NULL, fs, &code, &cause);
-	ok(c == NULL && code == 500 && cause != NULL &&
-	    strstr(cause, "trailing") != NULL, "trailing garbage is 500 (%s)",
-	    cause ? cause : "");
+	ok(c != NULL && code == 200 && last_skips.damaged == 1 &&
+	    last_skips.first != NULL &&
+	    strstr(last_skips.first, "trailing") != NULL,
+	    "trailing garbage is left out (%s)", last_skips.first ?
+	    last_skips.first : (cause ? cause : ""));
+	free(c);
 	free(cause);
 	cause = NULL;
 	files_free(fs);
 
 	fs = files_new(garbage);
 	c = run(NULL, fs, &code, &cause);
-	ok(c == NULL && code == 500, "random payload is 500 (%s)",
+	ok(c == NULL && code == 500 && cause != NULL &&
+	    strstr(cause, "no profile could be read") != NULL,
+	    "a random payload alone is 500: no profile could be read (%s)",
 	    cause ? cause : "");
 	free(cause);
 	cause = NULL;
@@ -333,7 +376,7 @@ test_errors(struct pool *pool)
 
 	fs = files_new(bomb);
 	code = merge_run(NULL, fs->n, files_fetch, fs, 1 << 20, NULL,
-	    (uint8_t **)&c, &(size_t){ 0 }, &k, &cause);
+	    (uint8_t **)&c, &(size_t){ 0 }, NULL, &k, &cause);
 	ok(code == -1 && k == 500 && cause != NULL &&
 	    strstr(cause, "exceeds 1048576") != NULL,
 	    "inflated size is capped (%s)", cause ? cause : "");
@@ -352,7 +395,7 @@ test_errors(struct pool *pool)
 
 	code = 0;
 	ok(merge_run(pool, 0, files_fetch, NULL, 0, NULL, (uint8_t **)&c,
-	    &(size_t){ 0 }, &code, &cause) == -1 && code == 404,
+	    &(size_t){ 0 }, NULL, &code, &cause) == -1 && code == 404,
 	    "no inputs is 404");
 	free(cause);
 }
@@ -372,6 +415,7 @@ main(void)
 	test_agree(pool);
 	test_no_deadlock(pool);
 	test_errors(pool);
+	free(last_skips.first);
 	pool_free(pool);
 	event_base_free(base);
 	libevent_global_shutdown();
