@@ -32,6 +32,56 @@ params_hex(int c)
 	return -1;
 }
 
+/*
+ * True if s[0..len) is well-formed UTF-8 without NUL bytes, as jansson
+ * wants its strings: no overlong forms, no surrogates (U+D800..DFFF), no
+ * code points above U+10FFFF.
+ */
+int
+params_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, n, k;
+	unsigned char c, lo, hi;
+
+	while (i < len) {
+		c = p[i];
+		if (c == 0)
+			return 0;
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		/* the lead byte gives the length and the second byte's range */
+		lo = 0x80;
+		hi = 0xbf;
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 2;
+		else if (c >= 0xe0 && c <= 0xef) {
+			n = 3;
+			if (c == 0xe0)
+				lo = 0xa0;	/* overlong */
+			else if (c == 0xed)
+				hi = 0x9f;	/* surrogates */
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n = 4;
+			if (c == 0xf0)
+				lo = 0x90;	/* overlong */
+			else if (c == 0xf4)
+				hi = 0x8f;	/* above U+10FFFF */
+		} else
+			return 0;	/* continuation, 0xc0, 0xc1, 0xf5.. */
+		if (len - i < n || p[i + 1] < lo || p[i + 1] > hi)
+			return 0;
+		for (k = 2; k < n; k++) {
+			if (p[i + k] < 0x80 || p[i + k] > 0xbf)
+				return 0;
+		}
+		i += n;
+	}
+	return 1;
+}
+
 /* Percent-decodes s[0..len); '+' becomes a space; NUL bytes are refused. */
 char *
 params_decode(const char *s, size_t len, char **cause)
@@ -129,7 +179,10 @@ params_raw(const struct params *p, const char *key)
 	return NULL;
 }
 
-/* Decoded value of key: 1 present, 0 absent, -1 bad encoding. */
+/*
+ * Decoded value of key: 1 present, 0 absent, -1 bad percent-encoding or
+ * not UTF-8.
+ */
 int
 params_get(const struct params *p, const char *key, char **out, char **cause)
 {
@@ -142,6 +195,12 @@ params_get(const struct params *p, const char *key, char **out, char **cause)
 	if ((*out = params_decode(raw, strlen(raw), &why)) == NULL) {
 		xcause(cause, "parameter %s: %s", key, why);
 		free(why);
+		return -1;
+	}
+	if (!params_utf8_valid(*out, strlen(*out))) {
+		xcause(cause, "parameter %s: not valid UTF-8", key);
+		free(*out);
+		*out = NULL;
 		return -1;
 	}
 	return 1;
@@ -265,9 +324,17 @@ params_labels_split(const char *raw, size_t max, struct label **out,
 			xcause(cause, "label: %s", why);
 			goto fail;
 		}
+		if (!params_utf8_valid(key, strlen(key))) {
+			xcause(cause, "label key is not valid UTF-8");
+			goto fail;
+		}
 		if (!params_label_key_valid(key)) {
 			xcause(cause, "label key \"%.64s\" is not valid "
 			    "(want [A-Za-z_][A-Za-z0-9_.-]{0,63})", key);
+			goto fail;
+		}
+		if (!params_utf8_valid(value, strlen(value))) {
+			xcause(cause, "label %s: value is not valid UTF-8", key);
 			goto fail;
 		}
 		if (strlen(value) > PARAMS_MAX_VALUE) {
@@ -328,13 +395,15 @@ params_type_valid(const char *type)
 	return 0;
 }
 
-/* Service names: 1 to 256 bytes, no control characters. */
+/* Service names: 1 to 256 bytes of UTF-8, no control characters. */
 int
 params_service_valid(const char *service)
 {
 	const unsigned char *p;
+	size_t len = strlen(service);
 
-	if (*service == '\0' || strlen(service) > PARAMS_MAX_SERVICE)
+	if (len == 0 || len > PARAMS_MAX_SERVICE ||
+	    !params_utf8_valid(service, len))
 		return 0;
 	for (p = (const unsigned char *)service; *p != '\0'; p++) {
 		if (*p < 0x20 || *p == 0x7f)
@@ -358,7 +427,8 @@ params_service_type(const struct params *p, int need_type, char **service,
 		goto fail;
 	}
 	if (!params_service_valid(*service)) {
-		xcause(cause, "bad service name");
+		xcause(cause, "bad service name (want 1 to %d bytes of UTF-8, "
+		    "no control characters)", PARAMS_MAX_SERVICE);
 		goto fail;
 	}
 	if (*type != NULL && **type == '\0') {

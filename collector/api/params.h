@@ -29,17 +29,22 @@ void	params_clear(struct params *p);
 const char *params_raw(const struct params *p, const char *key);
 /*
  * Decoded value of key: returns 1 and *out (new string) if present, 0 if
- * absent, -1 if its encoding is bad.
+ * absent, -1 if its percent-encoding is bad or it is not valid UTF-8.
  */
 int	params_get(const struct params *p, const char *key, char **out,
 	    char **cause);
 /* Percent-decodes s[0..len) ('+' is a space); NULL and *cause on error. */
 char	*params_decode(const char *s, size_t len, char **cause);
+/*
+ * True if s[0..len) is valid UTF-8 with no NUL byte: no overlong forms,
+ * surrogates or code points above U+10FFFF (what jansson accepts).
+ */
+int	params_utf8_valid(const char *s, size_t len);
 
 /*
  * Parses raw "k1=v1,k2=v2" (each key and value percent-encoded on its own)
- * into a new array sorted by key then value. Checks key syntax, value
- * length and count (max). Returns -1 with *cause on error.
+ * into a new array sorted by key then value. Checks key syntax, values
+ * (valid UTF-8, length) and count (max). Returns -1 with *cause on error.
  */
 int	params_labels(const char *raw, size_t max, struct label **out,
 	    size_t *n, char **cause);
@@ -50,7 +55,7 @@ void	params_labels_free(struct label *, size_t n);
 
 /* True for cpu heap block mutex goroutine threadcreate other trace. */
 int	params_type_valid(const char *type);
-/* True for a non-empty service name of printable characters. */
+/* True for a non-empty service name of printable UTF-8. */
 int	params_service_valid(const char *service);
 
 /* Reads and checks service (required) and type (required if need_type). */

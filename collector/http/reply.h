@@ -16,7 +16,8 @@ struct evhttp_request;
 /* Sends {"code":code,"body":body}; steals body. */
 void	reply_json(struct env *, struct evhttp_request *, int code,
 	    json_t *body);
-/* Sends {"code":code,"error":message}. */
+/* Sends {"code":code,"error":message}; bytes of message that are not
+ * UTF-8 are sent as '?'. */
 void	reply_error(struct env *, struct evhttp_request *, int code,
 	    const char *, ...) __attribute__((format(printf, 4, 5)));
 /* Sends bytes (ownership of buf passes to the reply). */

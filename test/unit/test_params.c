@@ -147,6 +147,43 @@ test_labels(void)
 	    params_labels_dup_key(l, n, &dup) && strcmp(dup, "h") == 0,
 	    "duplicate key detected");
 	params_labels_free(l, n);
+	ok(labels_fail("k=%FF", "UTF-8"), "non-UTF-8 value rejected");
+	ok(labels_fail("k=caf%E9", "UTF-8"), "Latin-1 value rejected");
+	ok(labels_fail("k=%C3", "UTF-8"), "truncated UTF-8 value rejected");
+	ok(labels_fail("k%C3%A9=v", "not valid"), "non-ASCII key rejected");
+}
+
+/* params_utf8_valid on a literal, NUL bytes included. */
+#define U8(lit)	params_utf8_valid(lit, sizeof lit - 1)
+
+static void
+test_utf8(void)
+{
+	ok(U8(""), "empty string");
+	ok(U8("plain ascii ~\x7f"), "ASCII");
+	ok(U8("caf\xc3\xa9") && U8("\xc2\x80") && U8("\xdf\xbf"),
+	    "2-byte sequences");
+	ok(U8("\xe2\x9c\x93") && U8("\xe0\xa0\x80") && U8("\xef\xbf\xbf") &&
+	    U8("\xed\x9f\xbf") && U8("\xee\x80\x80"), "3-byte sequences");
+	ok(U8("\xf0\x9f\x98\x80") && U8("\xf0\x90\x80\x80") &&
+	    U8("\xf4\x8f\xbf\xbf"), "4-byte sequences");
+	ok(!U8("caf\xe9") && !U8("\xff") && !U8("\xfe") && !U8("\x80") &&
+	    !U8("a\xbf" "b"), "Latin-1, 0xFF, 0xFE and lone continuations");
+	ok(!U8("\xc3") && !U8("\xe2\x9c") && !U8("\xf0\x9f\x98") &&
+	    !U8("\xc3x") && !U8("\xe2\x9cx"), "truncated sequences");
+	ok(!U8("\xc0\xaf") && !U8("\xc1\xbf") && !U8("\xe0\x80\xaf") &&
+	    !U8("\xe0\x9f\xbf") && !U8("\xf0\x80\x80\xaf") &&
+	    !U8("\xf0\x8f\xbf\xbf"), "overlong encodings");
+	ok(!U8("\xed\xa0\x80") && !U8("\xed\xbf\xbf") &&
+	    !U8("\xed\xa0\xbd\xed\xb8\x80"), "surrogates U+D800..DFFF");
+	ok(!U8("\xf4\x90\x80\x80") && !U8("\xf5\x80\x80\x80") &&
+	    !U8("\xf7\xbf\xbf\xbf") && !U8("\xf8\x88\x80\x80\x80"),
+	    "code points above U+10FFFF");
+	ok(!U8("a\0b") && !U8("\0"), "NUL byte");
+	ok(params_utf8_valid("ab\xff", 2), "only len bytes are checked");
+	ok(params_service_valid("caf\xc3\xa9") &&
+	    !params_service_valid("caf\xe9") && !params_service_valid("\xc3"),
+	    "service names must be UTF-8");
 }
 
 static void
@@ -230,7 +267,7 @@ test_query_args(void)
 {
 	struct params p;
 	struct params_query qa;
-	char *cause = NULL;
+	char *cause = NULL, *v = NULL;
 	int64_t now = 1700000000 * NS;
 
 	params_parse("service=api&type=cpu&from=now-2h&labels=b=2,a=1&limit=5",
@@ -276,6 +313,29 @@ test_query_args(void)
 	cause = NULL;
 	params_clear(&p);
 
+	params_parse("service=caf%E9", &p, &cause);
+	ok(params_query_parse(&p, now, 0, 100, 1000, &qa, &cause) == -1 &&
+	    strstr(cause, "service") != NULL && strstr(cause, "UTF-8") != NULL,
+	    "non-UTF-8 service rejected, naming service");
+	free(cause);
+	cause = NULL;
+	params_clear(&p);
+
+	params_parse("service=a&labels=k=%FF", &p, &cause);
+	ok(params_query_parse(&p, now, 0, 100, 1000, &qa, &cause) == -1 &&
+	    strstr(cause, "labels") != NULL, "non-UTF-8 label value rejected");
+	free(cause);
+	cause = NULL;
+	params_clear(&p);
+
+	params_parse("service=a&type=cpu%FF", &p, &cause);
+	ok(params_get(&p, "type", &v, &cause) == -1 &&
+	    strstr(cause, "type") != NULL && strstr(cause, "UTF-8") != NULL,
+	    "params_get refuses non-UTF-8, naming the parameter");
+	free(cause);
+	cause = NULL;
+	params_clear(&p);
+
 	params_parse("service=a&type=wall", &p, &cause);
 	ok(params_query_parse(&p, now, 0, 100, 1000, &qa, &cause) == -1 &&
 	    strstr(cause, "bad type") != NULL, "unknown type");
@@ -288,6 +348,7 @@ main(void)
 {
 	test_query();
 	test_labels();
+	test_utf8();
 	test_times();
 	test_numbers();
 	test_query_args();
