@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -257,6 +258,43 @@ server_add_events(struct server *srv)
 	event_add(srv->watch_timer, &tv);
 }
 
+/*
+ * Fits --max-connections under the open-file limit: every connection takes
+ * a descriptor, and so do SQLite's connections, blobs being written and
+ * read, the log and the loop. Raises the soft limit as far as the hard one
+ * allows; if that is still short, lowers the connection cap and says so
+ * once, so the listener pauses at the cap instead of accept() failing.
+ */
+static void
+server_fit_fd_limit(struct config *cfg)
+{
+	struct rlimit rl;
+	rlim_t reserve, need, fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	reserve = (rlim_t)(32 + 3 * (cfg->workers + cfg->io_threads + 2) +
+	    cfg->io_threads);
+	need = (rlim_t)cfg->max_connections + reserve;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ||
+		    rl.rlim_max >= need ? need : rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0 ||
+		    getrlimit(RLIMIT_NOFILE, &rl) != 0)
+			return;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return;
+	fit = rl.rlim_cur > 2 * reserve ? rl.rlim_cur - reserve :
+	    rl.rlim_cur / 2 > 0 ? rl.rlim_cur / 2 : 1;
+	log_warn("open-file limit %llu (hard %llu) is too low for "
+	    "--max-connections %lld: at most %llu connections (raise the "
+	    "limit: ulimit -n, or LimitNOFILE= under systemd)",
+	    (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+	    (long long)cfg->max_connections, (unsigned long long)fit);
+	cfg->max_connections = (int64_t)fit;
+}
+
 /* Opens the store, starts the pools, binds the socket. */
 int
 server_start(struct server *srv, struct config *cfg, char **cause)
@@ -276,6 +314,7 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 		log_warn("no --auth-file and %s is not a loopback address: "
 		    "anyone who can reach it can read and upload profiles",
 		    cfg->addr);
+	server_fit_fd_limit(cfg);
 	evthread_use_pthreads();
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN);	/* a full file is an error, not a death */

@@ -26,7 +26,18 @@ struct conn {
 	TAILQ_ENTRY(conn)	 entry;
 };
 
+#define CONNS_FD_PAUSE_MS	250	/* no accepts after an fd-limit error */
+
+struct conns;
+/*
+ * Every tracker, so the listener's error callback (which libevent hands
+ * evhttp's argument, not ours) can find the one whose listener failed.
+ * Loop thread only.
+ */
+static LIST_HEAD(, conns) conns_all = LIST_HEAD_INITIALIZER(conns_all);
+
 struct conns {
+	LIST_ENTRY(conns)	 all;		/* conns_all */
 	TAILQ_HEAD(, conn)	 list;
 	int			 count;
 	int			 paused;	/* listener disabled at the cap */
@@ -34,6 +45,8 @@ struct conns {
 	struct evhttp_bound_socket *sock;	/* NULL: not accepting */
 	int64_t			 max;		/* --max-connections */
 	int64_t			 read_timeout;	/* --read-timeout, s */
+	int64_t			 fd_pause_until; /* ms: accept() hit the fd limit */
+	uint64_t		 fd_errors;	/* accept() failures, for the log */
 };
 
 /* Monotonic ms. */
@@ -52,6 +65,18 @@ conns_update_listener(struct conns *c)
 	if (c->sock == NULL)
 		return;
 	l = evhttp_bound_socket_get_listener(c->sock);
+	if (c->fd_pause_until != 0) {
+		if (conns_now_ms() < c->fd_pause_until)
+			return;
+		c->fd_pause_until = 0;
+		if (!c->paused)
+			evconnlistener_enable(l);
+		if (c->count < c->max / 2 && c->fd_errors > 0) {
+			log_info("conns: accepting again after %llu failed "
+			    "accepts", (unsigned long long)c->fd_errors);
+			c->fd_errors = 0;
+		}
+	}
 	if (!c->paused && c->count >= c->max) {
 		evconnlistener_disable(l);
 		c->paused = 1;
@@ -169,6 +194,7 @@ conns_new(struct event_base *base, struct evhttp *http, int64_t max,
 	struct timeval tv = { 0, 100000 };
 
 	TAILQ_INIT(&c->list);
+	LIST_INSERT_HEAD(&conns_all, c, all);
 	c->max = max;
 	c->read_timeout = read_timeout;
 	evhttp_set_bevcb(http, conns_bev_cb, c);
@@ -177,12 +203,48 @@ conns_new(struct event_base *base, struct evhttp *http, int64_t max,
 	return c;
 }
 
+/*
+ * accept() failed (libevent's listener calls this instead of logging each
+ * failure). Out of file descriptors, the pending connection stays in the
+ * backlog and accept() would fail again at once: stop accepting for a
+ * moment (the sweep timer resumes) and log once per episode, instead of
+ * spinning a core and writing a line per attempt.
+ */
+static void
+conns_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	struct conns *c;
+	int err = EVUTIL_SOCKET_ERROR();
+
+	LIST_FOREACH(c, &conns_all, all) {
+		if (c->sock != NULL &&
+		    evhttp_bound_socket_get_listener(c->sock) == l)
+			break;
+	}
+	if (c == NULL) {
+		evconnlistener_disable(l);	/* not ours: never spin */
+		return;
+	}
+	if (c->fd_errors++ == 0)
+		log_warn("conns: accept: %s (%d connections open): pausing "
+		    "accepts; raise the fd limit (ulimit -n) or lower "
+		    "--max-connections", evutil_socket_error_to_string(err),
+		    c->count);
+	evconnlistener_disable(l);
+	c->fd_pause_until = conns_now_ms() + CONNS_FD_PAUSE_MS;
+}
+
 /* The listener to pause at the cap (NULL once accepting has stopped). */
 void
 conns_set_listener(struct conns *c, struct evhttp_bound_socket *sock)
 {
 	c->sock = sock;
 	c->paused = 0;
+	c->fd_pause_until = 0;
+	if (sock != NULL)
+		evconnlistener_set_error_cb(
+		    evhttp_bound_socket_get_listener(sock),
+		    conns_accept_error_cb);
 	conns_update_listener(c);
 }
 
@@ -200,6 +262,7 @@ conns_free(struct conns *c)
 		free(conn);
 	}
 	event_free(c->timer);
+	LIST_REMOVE(c, all);
 	free(c);
 }
 
