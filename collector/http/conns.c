@@ -174,6 +174,13 @@ conns_sweep_cb(evutil_socket_t fd, short what, void *arg)
 			c->count--;
 			continue;
 		}
+		if (evbuffer_get_length(bufferevent_get_output(conn->bev)) > 0) {
+			/* A reply is still being written: the wait for the
+			 * next request starts when it is out (a stalled
+			 * reader is libevent's write timeout's to cut). */
+			conn->since = now;
+			continue;
+		}
 		if (!conn->busy && now - conn->since > limit &&
 		    (sfd = bufferevent_getfd(conn->bev)) >= 0) {
 			log_info("%s: no complete request in %lld s: closing "

@@ -8,9 +8,11 @@
  * frees a connection it clears the bufferevent's callbacks and drops its
  * reference; a loop timer sees that, drops ours (closing the socket) and
  * counts the connection gone. At the cap the listener is disabled, so new
- * clients wait in the kernel's backlog, as memcached does. A connection
- * that has not delivered a complete request within the read timeout of
- * being accepted or of its last reply is shut down.
+ * clients wait in the kernel's backlog, as memcached does; an accept()
+ * that fails (out of descriptors) pauses accepting for a moment. A
+ * connection that has not delivered a complete request within the read
+ * timeout of being accepted or of its last reply being written is shut
+ * down.
  */
 #ifndef PROFD_CONNS_H
 #define PROFD_CONNS_H
