@@ -185,14 +185,23 @@ static int
 server_open_store(struct server *srv, char **cause)
 {
 	struct store_recovery rec;
+	/* The most blobs with no row a crash can leave: one per io thread
+	 * waiting for its group commit, a whole retention batch whose rows
+	 * were committed before its unlinks, and 64 to spare. More are moved
+	 * aside, not removed (storage/recover.c). */
+	size_t limit = 64 + (size_t)srv->cfg->io_threads + RETENTION_BATCH;
 
-	srv->env.store = store_open(srv->cfg->data_dir, &rec, cause);
+	srv->env.store = store_open(srv->cfg->data_dir, limit, &rec, cause);
 	if (srv->env.store == NULL)
 		return -1;
 	if (rec.orphan_blobs_removed || rec.temp_files_removed)
 		log_warn("store: removed %zu blobs with no row and %zu "
 		    "temporary files", rec.orphan_blobs_removed,
 		    rec.temp_files_removed);
+	if (rec.orphan_blobs_moved)
+		log_warn("store: moved %zu blobs with no row to %s/orphans "
+		    "(nothing deleted)", rec.orphan_blobs_moved,
+		    srv->cfg->data_dir);
 	if (rec.missing_blobs)
 		log_warn("store: %zu profiles have no blob file",
 		    rec.missing_blobs);

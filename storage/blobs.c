@@ -119,6 +119,36 @@ blobs_id_valid(const char *id)
 	return id[STORE_ID_LEN] == '\0';
 }
 
+/* Moves blob id under dest/xx/ without replacing anything there. */
+int
+blobs_move(struct blobs *b, const char *id, const char *dest, char **cause)
+{
+	char		from[PATH_MAX], dir[PATH_MAX], to[PATH_MAX];
+	struct stat	sb;
+
+	if (!blobs_id_valid(id))
+		return xcause(cause, "move blob: invalid id");
+	if (strlen(dest) > BLOBS_ROOT_MAX)
+		return xcause(cause, "move blob %s: path too long: %s", id,
+		    dest);
+	blobs_pathf(from, "%s/%.2s/%s", b->root, id, id);
+	blobs_pathf(dir, "%s/%.2s", dest, id);
+	blobs_pathf(to, "%s/%s", dir, id);
+	if ((mkdir(dest, 0755) == -1 && errno != EEXIST) ||
+	    (mkdir(dir, 0755) == -1 && errno != EEXIST))
+		return xcause(cause, "move blob %s: create %s: %s", id, dir,
+		    strerror(errno));
+	if (lstat(to, &sb) == 0)
+		return xcause(cause, "move blob %s: %s already exists", id, to);
+	if (errno != ENOENT)
+		return xcause(cause, "move blob %s: %s: %s", id, to,
+		    strerror(errno));
+	if (rename(from, to) == -1)
+		return xcause(cause, "move blob %s to %s: %s", id, to,
+		    strerror(errno));
+	return 0;
+}
+
 /* Formats the directory of blob id into dir (PATH_MAX bytes). */
 static void
 blobs_dir(struct blobs *b, const char *id, char *dir)

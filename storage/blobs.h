@@ -36,6 +36,14 @@ int	blobs_read(struct blobs *, const char *id, uint8_t **buf, size_t *len,
 /* Unlinks a blob; sync also fsyncs its directory. A missing blob is ok. */
 int	blobs_remove(struct blobs *, const char *id, int sync, char **cause);
 
+/*
+ * Moves blob id to dest/xx/id with rename(2) (dest and dest/xx are
+ * created), never replacing a file there: 0 moved, -1 error (the blob is
+ * left where it was). The move is made durable by the next blobs_sync.
+ */
+int	blobs_move(struct blobs *, const char *id, const char *dest,
+	    char **cause);
+
 enum blobs_entry {
 	BLOBS_ENTRY_BLOB,	/* a finished blob; name is its id */
 	BLOBS_ENTRY_TEMP,	/* a .tmp.* file of an older version's write */

@@ -6,8 +6,11 @@
  * commit, whose leader makes all the batch's blobs durable (one syncfs,
  * blobs_sync) and checks each (blobs_check) before committing their rows;
  * the blob is removed again if its row fails. A retention delete commits
- * the rows before unlinking the blobs. Either way a crash leaves at worst an orphan blob,
- * which the next open removes, never a row that points nowhere.
+ * the rows before unlinking the blobs. Either way a crash leaves at worst
+ * orphan blobs, which the next open removes (or moves aside when there are
+ * more than a crash can leave, see recover.c), never a row that points
+ * nowhere. A missing meta.db beside existing blobs is refused, not
+ * recreated.
  */
 #include <sys/stat.h>
 
@@ -89,10 +92,12 @@ embedded_check(void *arg, char **cause)
 
 /* Opens data_dir (creating it), then runs the consistency check. */
 static void *
-embedded_open(const char *data_dir, struct store_recovery *rec, char **cause)
+embedded_open(const char *data_dir, size_t orphan_limit,
+    struct store_recovery *rec, char **cause)
 {
 	struct embedded		*e;
 	struct store_recovery	 r;
+	struct stat		 sb;
 	char			*path;
 
 	if (embedded_mkdirs(data_dir, cause) == -1)
@@ -101,17 +106,25 @@ embedded_open(const char *data_dir, struct store_recovery *rec, char **cause)
 	if ((e->blobs = blobs_open(data_dir, cause)) == NULL)
 		goto fail;
 	path = xasprintf("%s/meta.db", data_dir);
+	if (stat(path, &sb) == -1 && errno == ENOENT &&
+	    recover_check_new(e->blobs, data_dir, cause) == -1) {
+		free(path);
+		goto fail;
+	}
 	e->meta = meta_sqlite_open(path, cause);
 	free(path);
 	if (e->meta == NULL)
 		goto fail;
-	if (recover_run(e->meta, e->blobs, &r, cause) == -1)
+	if (recover_run(e->meta, e->blobs, data_dir, orphan_limit, &r,
+	    cause) == -1)
 		goto fail;
 	meta_sqlite_set_barrier(e->meta, embedded_barrier, e->blobs);
-	if (r.orphan_blobs_removed || r.temp_files_removed || r.missing_blobs)
-		log_warn("%s: %s: removed %zu orphan blobs and %zu temp files; "
-		    "%zu profiles have no blob", __func__, data_dir,
-		    r.orphan_blobs_removed, r.temp_files_removed,
+	if (r.orphan_blobs_removed || r.orphan_blobs_moved ||
+	    r.temp_files_removed || r.missing_blobs)
+		log_warn("%s: %s: removed %zu orphan blobs and %zu temp files, "
+		    "moved %zu orphan blobs to %s/orphans; %zu profiles have "
+		    "no blob", __func__, data_dir, r.orphan_blobs_removed,
+		    r.temp_files_removed, r.orphan_blobs_moved, data_dir,
 		    r.missing_blobs);
 	if (rec != NULL)
 		*rec = r;

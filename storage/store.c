@@ -14,7 +14,8 @@ struct store {
 
 /* Opens the store in data_dir with the embedded backend. */
 struct store *
-store_open(const char *data_dir, struct store_recovery *rec, char **cause)
+store_open(const char *data_dir, size_t orphan_limit,
+    struct store_recovery *rec, char **cause)
 {
 	const struct store_ops	*ops = &embedded_store_ops;
 	struct store		*st;
@@ -24,7 +25,7 @@ store_open(const char *data_dir, struct store_recovery *rec, char **cause)
 		xcause(cause, "open store: no data directory");
 		return NULL;
 	}
-	if ((be = ops->open(data_dir, rec, cause)) == NULL)
+	if ((be = ops->open(data_dir, orphan_limit, rec, cause)) == NULL)
 		return NULL;
 	st = xcalloc(1, sizeof *st);
 	st->ops = ops;

@@ -50,7 +50,8 @@ struct store_query {
 
 /* Result of store_open's consistency check. */
 struct store_recovery {
-	size_t	orphan_blobs_removed;	/* blobs with no row */
+	size_t	orphan_blobs_removed;	/* blobs with no row, removed */
+	size_t	orphan_blobs_moved;	/* blobs with no row, moved aside */
 	size_t	missing_blobs;		/* rows with no blob (reported) */
 	size_t	temp_files_removed;
 };
@@ -58,11 +59,16 @@ struct store_recovery {
 struct store;
 
 /*
- * Opens (creating if needed) the store in data_dir, removes blobs with no
- * row and temp files, and reports rows with no blob. *rec may be NULL.
+ * Opens (creating if needed) the store in data_dir, removes temp files and
+ * reports rows with no blob. Blobs with no row are removed when there are
+ * at most orphan_limit of them (the most a crash can leave, see
+ * recover.c), and moved aside into DATA_DIR/orphans/xx/ID when there are
+ * more, never removed. Refuses to open (NULL, *cause says why and what to
+ * do) when blob files exist but meta.db does not, or when meta.db has no
+ * rows and more than orphan_limit blobs exist. *rec may be NULL.
  */
-struct store	*store_open(const char *data_dir, struct store_recovery *rec,
-		    char **cause);
+struct store	*store_open(const char *data_dir, size_t orphan_limit,
+		    struct store_recovery *rec, char **cause);
 void		 store_close(struct store *);
 
 /*

@@ -11,8 +11,8 @@
 
 struct store_ops {
 	const char	*name;
-	void		*(*open)(const char *data_dir, struct store_recovery *rec,
-			    char **cause);
+	void		*(*open)(const char *data_dir, size_t orphan_limit,
+			    struct store_recovery *rec, char **cause);
 	void		 (*close)(void *be);
 	int		 (*put)(void *be, const struct profile_meta *m,
 			    const void *blob, size_t len, char **cause);

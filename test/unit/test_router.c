@@ -403,7 +403,7 @@ main(void)
 	if (mkdtemp(test_router_dir) == NULL)
 		httptest_bail("mkdtemp failed");
 	config_defaults(&cfg);
-	if ((store = store_open(test_router_dir, NULL, &cause)) == NULL) {
+	if ((store = store_open(test_router_dir, 64, NULL, &cause)) == NULL) {
 		printf("# %s\n", cause);
 		httptest_bail("store_open failed");
 	}

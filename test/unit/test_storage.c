@@ -222,7 +222,7 @@ test_open(void)
 	char			*cause = NULL, path[512];
 
 	memset(&rec, 0xff, sizeof rec);
-	st = store_open(dir, &rec, &cause);
+	st = store_open(dir, 64, &rec, &cause);
 	ok(st != NULL, "open a new store (%s)", cause ? cause : "ok");
 	if (st == NULL)
 		return NULL;
@@ -480,7 +480,7 @@ test_restart(struct store *st)
 	int			 rc;
 
 	store_close(st);
-	st = store_open(dir, &rec, &cause);
+	st = store_open(dir, 64, &rec, &cause);
 	ok(st != NULL && rec.orphan_blobs_removed == 0 &&
 	    rec.missing_blobs == 0 && rec.temp_files_removed == 0,
 	    "reopen: consistent");
@@ -527,7 +527,7 @@ test_startup_check(struct store *st)
 	close(fd);
 	blob_path(idC, ids, sizeof ids);
 	unlink(ids);
-	st = store_open(dir, &rec, &cause);
+	st = store_open(dir, 64, &rec, &cause);
 	ok(st != NULL, "reopen after tampering");
 	if (st == NULL)
 		return NULL;
@@ -715,7 +715,7 @@ test_bulk(void)
 	int			 rc;
 
 	snprintf(sub, sizeof sub, "%s/bulk/data", dir);
-	st = store_open(sub, &rec, &cause);
+	st = store_open(sub, 64, &rec, &cause);
 	ok(st != NULL, "open creates missing parent directories");
 	store_close(st);
 	snprintf(sub, sizeof sub, "%s/bulk/data/meta.db", dir);
@@ -740,7 +740,7 @@ test_bulk(void)
 	cause = NULL;
 	meta_sqlite_close(ms);
 	snprintf(sub, sizeof sub, "%s/bulk/data", dir);
-	st = store_open(sub, &rec, &cause);
+	st = store_open(sub, 64, &rec, &cause);
 	ok(st != NULL && rec.missing_blobs == 3,
 	    "bulk rows have no blobs: 3 reported");
 	ok(list(st, "bulk", NULL, 0, 100, NULL, 0, 0, NULL, 0) == 3,

@@ -250,7 +250,7 @@ main(int argc, char **argv)
 	if (argc == 3)
 		seconds = atof(argv[2]);
 	t0 = bench_now();
-	if ((st = store_open(argv[1], &rec, &cause)) == NULL) {
+	if ((st = store_open(argv[1], 64, &rec, &cause)) == NULL) {
 		fprintf(stderr, "store_bench: %s\n", cause);
 		return 1;
 	}
