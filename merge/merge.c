@@ -422,6 +422,34 @@ merge_label_cmp(const struct merge_label *a, const struct merge_label *b)
 	return 0;
 }
 
+/* merge_label_cmp for qsort. */
+static int
+merge_label_qcmp(const void *a, const void *b)
+{
+	return merge_label_cmp(a, b);
+}
+
+/*
+ * Counts work done on the current input and, every MERGE_CANCEL_WORK
+ * units (a sample plus its locations and labels), looks at the cancel
+ * flag. Returns -1 once it is set.
+ */
+#define MERGE_CANCEL_WORK	65536
+static int
+merge_cancel_poll(struct merge *m, size_t work)
+{
+	if (m->cancel == NULL)
+		return 0;
+	m->cancel_work += work;
+	if (m->cancel_work < MERGE_CANCEL_WORK)
+		return 0;
+	m->cancel_work = 0;
+	if (__atomic_load_n(m->cancel, __ATOMIC_RELAXED) == 0)
+		return 0;
+	m->cancelled = 1;
+	return -1;
+}
+
 /* Checks every sample before any is added, so a bad input adds nothing. */
 static int
 merge_check_samples(struct merge *m, const Perftools__Profiles__Profile *p,
@@ -432,6 +460,8 @@ merge_check_samples(struct merge *m, const Perftools__Profiles__Profile *p,
 	for (i = 0; i < p->n_sample; i++) {
 		const Perftools__Profiles__Sample *s = p->sample[i];
 
+		if (merge_cancel_poll(m, 1 + s->n_location_id + s->n_label))
+			return xcause(cause, "merge cancelled");
 		if (s->n_value != p->n_sample_type)
 			return xcause(cause, "sample %zu has %zu values for "
 			    "%zu sample types", i, s->n_value,
@@ -467,19 +497,25 @@ merge_add64(int64_t a, int64_t b)
 	return (int64_t)((uint64_t)a + (uint64_t)b);
 }
 
-/* Adds the input's samples (already checked). */
-static void
-merge_samples_in(struct merge *m, const Perftools__Profiles__Profile *p)
+/*
+ * Adds the input's samples (already checked). Returns -1 with *cause set if
+ * cancelled part way, leaving m with some of the input's samples.
+ */
+static int
+merge_samples_in(struct merge *m, const Perftools__Profiles__Profile *p,
+    char **cause)
 {
-	size_t i, j, k, nl, klen, nt = m->ntypes;
+	size_t i, j, nl, klen, nt = m->ntypes;
 	uint32_t *key, idx;
-	struct merge_label *lb, tmp;
+	struct merge_label *lb;
 	int64_t *v;
 	int added, zero;
 
 	for (i = 0; i < p->n_sample; i++) {
 		const Perftools__Profiles__Sample *s = p->sample[i];
 
+		if (merge_cancel_poll(m, 1 + s->n_location_id + s->n_label))
+			return xcause(cause, "merge cancelled");
 		zero = 1;
 		for (j = 0; j < s->n_value; j++)
 			if (s->value[j] != 0)
@@ -497,13 +533,15 @@ merge_samples_in(struct merge *m, const Perftools__Profiles__Profile *p)
 			merge_str(m, p, s->label[j]->str, &lb->str, NULL);
 			merge_str(m, p, s->label[j]->num_unit, &lb->unit, NULL);
 			lb->num = s->label[j]->num;
-			for (k = j; k > 0 && merge_label_cmp(&m->labels[k - 1],
-			    &m->labels[k]) > 0; k--) {
-				tmp = m->labels[k];
-				m->labels[k] = m->labels[k - 1];
-				m->labels[k - 1] = tmp;
-			}
 		}
+		/*
+		 * The order is total over every field a label keeps, so labels
+		 * that compare equal are identical and qsort's instability
+		 * cannot change the key.
+		 */
+		if (nl > 1)
+			qsort(m->labels, nl, sizeof *m->labels,
+			    merge_label_qcmp);
 
 		klen = 2 + s->n_location_id + 5 * nl;
 		merge_keys_grow(&m->key, &m->key_cap, klen, sizeof *m->key);
@@ -533,6 +571,7 @@ merge_samples_in(struct merge *m, const Perftools__Profiles__Profile *p)
 		for (j = 0; j < nt; j++)
 			v[m->perm[j]] = merge_add64(v[m->perm[j]], s->value[j]);
 	}
+	return 0;
 }
 
 /* True if string index idx is inside p's table. */
@@ -610,6 +649,8 @@ merge_add_weighted(struct merge *m, const Perftools__Profiles__Profile *p,
 	int rc = -1;
 
 	m->mismatch = 0;
+	m->cancelled = 0;
+	m->cancel_work = 0;
 	merge_keys_grow(&m->str_map, &m->str_map_cap, p->n_string_table,
 	    sizeof *m->str_map);
 	if (p->n_string_table > 0)
@@ -638,8 +679,13 @@ merge_add_weighted(struct merge *m, const Perftools__Profiles__Profile *p,
 		m->ntypes = nt;
 		types = units = NULL;
 	}
+	if (merge_cancel_poll(m, MERGE_CANCEL_WORK)) {
+		xcause(cause, "merge cancelled");
+		goto out;
+	}
 	merge_header_in(m, p);
-	merge_samples_in(m, p);
+	if (merge_samples_in(m, p, cause) != 0)
+		goto out;
 	m->ninputs += weight;
 	rc = 0;
 out:
@@ -655,6 +701,20 @@ merge_add(struct merge *m, const Perftools__Profiles__Profile *p, char **cause)
 	return merge_add_weighted(m, p, 1, cause);
 }
 
+/* Sets the flag merge_add and merge_combine poll (NULL: none). */
+void
+merge_set_cancel(struct merge *m, const volatile int *cancel)
+{
+	m->cancel = cancel;
+}
+
+/* True if the last failing merge_add/merge_combine was cancelled. */
+int
+merge_cancelled(const struct merge *m)
+{
+	return m->cancelled;
+}
+
 /* Folds from's merged result into into. */
 int
 merge_combine(struct merge *into, struct merge *from, char **cause)
@@ -662,6 +722,7 @@ merge_combine(struct merge *into, struct merge *from, char **cause)
 	const Perftools__Profiles__Profile *p;
 
 	into->mismatch = 0;
+	into->cancelled = 0;
 	if (from->ninputs == 0)
 		return 0;
 	p = merge_result(from);

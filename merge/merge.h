@@ -30,6 +30,16 @@ int		 merge_add(struct merge *m, const Perftools__Profiles__Profile *p,
 /* True if the last failing merge_add/merge_combine was a sample type mismatch. */
 int		 merge_mismatch(const struct merge *m);
 /*
+ * Makes merge_add and merge_combine read *cancel (when not NULL) every few
+ * thousand samples, from any thread, and fail with cause "merge cancelled"
+ * once it is nonzero, so a caller can stop work on one huge input within
+ * milliseconds. A cancelled call may leave part of its input in m: the
+ * merge is then good only for merge_free.
+ */
+void		 merge_set_cancel(struct merge *m, const volatile int *cancel);
+/* True if the last failing merge_add/merge_combine was cancelled. */
+int		 merge_cancelled(const struct merge *m);
+/*
  * Folds everything merged into from into into; from is left as it was.
  * Returns -1 with *cause set if their sample types differ.
  */

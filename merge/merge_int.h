@@ -42,6 +42,9 @@ struct merge_label {
 struct merge {
 	size_t		 ninputs;
 	int		 mismatch;	/* last failure: sample types differ */
+	int		 cancelled;	/* last failure: *cancel was set */
+	const volatile int *cancel;	/* merge_set_cancel, or NULL */
+	size_t		 cancel_work;	/* work since cancel was last read */
 
 	struct merge_keyset strs;
 	struct merge_keyset funcs;

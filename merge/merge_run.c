@@ -164,7 +164,10 @@ merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
 		goto out;
 	}
 	if (merge_add(sh->m, p, &why) != 0) {
-		if (merge_mismatch(sh->m)) {
+		if (merge_cancelled(sh->m)) {
+			merge_run_fail(st, 499, xstrdup("merge cancelled"));
+			rc = -1;
+		} else if (merge_mismatch(sh->m)) {
 			merge_run_fail(st, 422, xstrdup(why));
 			rc = -1;
 		} else
@@ -199,10 +202,11 @@ merge_run_share_loop(struct merge_run_state *st, struct merge_run_share *sh)
 
 /* Prepares a participant's private state. */
 static void
-merge_run_share_init(struct merge_run_share *sh)
+merge_run_share_init(struct merge_run_share *sh, const volatile int *cancel)
 {
 	memset(sh, 0, sizeof *sh);
 	sh->m = merge_new();
+	merge_set_cancel(sh->m, cancel);
 	sh->arena = arena_new(256 * 1024);
 }
 
@@ -234,7 +238,7 @@ merge_run_job_work(struct pool_job *job)
 	st->active++;
 	pthread_mutex_unlock(&st->lock);
 
-	merge_run_share_init(&sh);
+	merge_run_share_init(&sh, st->cancel);
 	merge_expect_types(sh.m, st->ntypes, (const char *const *)st->types,
 	    (const char *const *)st->units);
 	merge_run_share_loop(st, &sh);
@@ -294,7 +298,7 @@ merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 	atomic_init(&st->next, 0);
 	atomic_init(&st->stop, 0);
 
-	merge_run_share_init(&sh);
+	merge_run_share_init(&sh, st->cancel);
 	/*
 	 * The first input that merges, alone: it fixes the order of the
 	 * sample types (inputs left out before it do not count).
@@ -352,8 +356,8 @@ merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 	if (!atomic_load(&st->stop)) {
 		for (i = 0; i < st->nresults; i++) {
 			if (merge_combine(sh.m, st->results[i], &why) != 0) {
-				merge_run_fail(st, merge_mismatch(sh.m) ?
-				    422 : 500, why);
+				merge_run_fail(st, merge_cancelled(sh.m) ? 499 :
+				    merge_mismatch(sh.m) ? 422 : 500, why);
 				why = NULL;
 				break;
 			}

@@ -34,7 +34,9 @@ struct merge_run_skips {
  * once, so the caller never waits for a job that has not started. pool may
  * be NULL (everything runs on the calling thread).
  * max_inflated caps each inflated profile (0: 256 MiB). *cancel (may be
- * NULL) is checked between inputs: once it is nonzero the merge stops.
+ * NULL) is checked between inputs and, every few thousand samples, inside
+ * each one (merge_set_cancel) and while shares are joined: once it is
+ * nonzero the merge stops.
  * An input that is gone or damaged does not fail the merge: it is left
  * out, logged, and counted in *skips (may be NULL).
  * On success returns 0, *out (caller frees) and *outlen, *http_code 200.

@@ -4,8 +4,8 @@
 # (FUZZDIR/regress/TARGET); pprof gets the shared corpus's bad/ inputs and a
 # few small Go and Node profiles, inflated (so mutations reach the decoder)
 # and as uploaded; merge gets pairs of those profiles in its input format
-# (4-byte little-endian length of A, A, B); query and config get
-# FUZZDIR/seeds/TARGET. Existing files in OUTDIR (a grown corpus) stay.
+# (4-byte little-endian length of A, A, B) and FUZZDIR/seeds/merge; query
+# and config get FUZZDIR/seeds/TARGET. Existing files in OUTDIR (a grown corpus) stay.
 set -eu
 target=$1 out=$2 fuzzdir=$3 corpus=$4
 mkdir -p "$out"
@@ -44,6 +44,8 @@ pprof)
 	done
 	;;
 merge)
+	# hand-made inputs, e.g. the label-sort bomb (gen_label_bomb.py)
+	cp "$fuzzdir/seeds/merge"/* "$out"/ 2>/dev/null || true
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	for f in $(small); do

@@ -4,9 +4,11 @@
  * keys of unsymbolized locations, labels, zero samples, sample type
  * mismatch and alignment, header rules, merge of one, combine.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/arena.h"
 #include "merge/merge.h"
@@ -536,6 +538,203 @@ test_arena(void)
 	arena_free(a);
 }
 
+/*
+ * The label-sort bomb: nsamples samples of nlabels labels each, every
+ * sample's labels in descending order (the worst case for an insertion
+ * sort), samples kept apart by their 3 of 200 unsymbolized locations. All
+ * samples share one label array, so a big bomb stays small in memory. Up
+ * to 64 labels have distinct string keys and values; more are numeric
+ * labels of one key.
+ * Free with bomb_free.
+ */
+struct bomb {
+	struct tb			*b;
+	Perftools__Profiles__Sample	*samples, **sample_ptrs;
+	Perftools__Profiles__Label	*labels, **label_ptrs;
+	uint64_t			*locs;
+	int64_t				*vals;
+};
+
+static struct bomb *
+bomb_new(size_t nsamples, size_t nlabels)
+{
+	static const Perftools__Profiles__Sample sinit =
+	    PERFTOOLS__PROFILES__SAMPLE__INIT;
+	static const Perftools__Profiles__Label linit =
+	    PERFTOOLS__PROFILES__LABEL__INIT;
+	struct bomb *bm = xcalloc(1, sizeof *bm);
+	uint64_t map, loc[200];
+	char name[32];
+	size_t i, j;
+
+	bm->b = tb_new("cpu/nanoseconds,samples/count");
+	map = tb_map(bm->b, 0x400000, 0x800000, 0, "/bin/bomb");
+	for (i = 0; i < 200; i++)
+		loc[i] = tb_loc(bm->b, map, 0x400000 + 16 * i, 0, 0, 0, 0, 0);
+	bm->labels = xcalloc(nlabels, sizeof *bm->labels);
+	bm->label_ptrs = xcalloc(nlabels, sizeof *bm->label_ptrs);
+	for (j = 0; j < nlabels; j++) {
+		Perftools__Profiles__Label *lb = &bm->labels[j];
+
+		*lb = linit;
+		if (nlabels <= 64) {
+			snprintf(name, sizeof name, "key%02zu", nlabels - j);
+			lb->key = tb_str(bm->b, name);
+			snprintf(name, sizeof name, "value%02zu", nlabels - j);
+			lb->str = tb_str(bm->b, name);
+		} else {
+			/* one key: the numbers alone order the labels */
+			lb->key = tb_str(bm->b, "bomb");
+			lb->num = (int64_t)(nlabels - j);
+		}
+		bm->label_ptrs[j] = lb;
+	}
+	bm->samples = xcalloc(nsamples, sizeof *bm->samples);
+	bm->sample_ptrs = xcalloc(nsamples, sizeof *bm->sample_ptrs);
+	bm->locs = xcalloc(nsamples * 3, sizeof *bm->locs);
+	bm->vals = xcalloc(nsamples * 2, sizeof *bm->vals);
+	for (i = 0; i < nsamples; i++) {
+		Perftools__Profiles__Sample *s = &bm->samples[i];
+
+		*s = sinit;
+		bm->locs[3 * i] = loc[i % 200];
+		bm->locs[3 * i + 1] = loc[i / 200 % 200];
+		bm->locs[3 * i + 2] = loc[i / 40000 % 200];
+		s->location_id = &bm->locs[3 * i];
+		s->n_location_id = 3;
+		bm->vals[2 * i] = 10000000;
+		bm->vals[2 * i + 1] = 1;
+		s->value = &bm->vals[2 * i];
+		s->n_value = 2;
+		s->label = bm->label_ptrs;
+		s->n_label = j;
+		bm->sample_ptrs[i] = s;
+	}
+	bm->b->p.sample = bm->sample_ptrs;
+	bm->b->p.n_sample = nsamples;
+	return bm;
+}
+
+static void
+bomb_free(struct bomb *bm)
+{
+	free(bm->samples);
+	free(bm->sample_ptrs);
+	free(bm->locs);
+	free(bm->vals);
+	free(bm->labels);
+	free(bm->label_ptrs);
+	tb_free(bm->b);
+	free(bm);
+}
+
+static double
+cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double
+wall_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Label sorting must not be quadratic in the labels of a sample. */
+static void
+test_label_bomb(size_t nsamples, size_t nlabels)
+{
+	struct bomb *bm = bomb_new(nsamples, nlabels);
+	struct merge *m = merge_new();
+	char *cause = NULL;
+	double t0, t;
+
+	t0 = cpu_seconds();
+	ok(merge_add(m, &bm->b->p, &cause) == 0, "label bomb merges (%s)",
+	    cause ? cause : "ok");
+	t = cpu_seconds() - t0;
+	ok(t < 2.0, "label bomb: %zu samples x %zu labels in %.3f s CPU",
+	    nsamples, nlabels, t);
+	ok(merge_samples(m) == nsamples, "label bomb: %zu samples",
+	    merge_samples(m));
+	free(cause);
+	merge_free(m);
+	bomb_free(bm);
+}
+
+struct canceller {
+	volatile int	 flag;
+	double		 at;	/* wall time the flag was set */
+};
+
+static void *
+canceller_run(void *arg)
+{
+	struct canceller *c = arg;
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+	c->at = wall_seconds();
+	__atomic_store_n(&c->flag, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* A cancel flag set from another thread stops merge_add inside one input. */
+static void
+test_cancel_inside_input(void)
+{
+	struct bomb *bm = bomb_new(1000000, 50);
+	struct merge *m = merge_new();
+	struct canceller c = { 0, 0 };
+	pthread_t th;
+	char *cause = NULL;
+	double t0, done;
+	int rc;
+
+	/* Set before the call: nothing is added. */
+	c.flag = 1;
+	merge_set_cancel(m, &c.flag);
+	rc = merge_add(m, &bm->b->p, &cause);
+	ok(rc == -1 && merge_cancelled(m) && cause != NULL &&
+	    strcmp(cause, "merge cancelled") == 0 && merge_samples(m) == 0,
+	    "cancel already set: merge_add fails at once (%s)",
+	    cause ? cause : "no cause");
+	free(cause);
+	cause = NULL;
+
+	c.flag = 0;
+	t0 = wall_seconds();
+	pthread_create(&th, NULL, canceller_run, &c);
+	rc = merge_add(m, &bm->b->p, &cause);
+	done = wall_seconds();
+	pthread_join(th, NULL);
+	ok(rc == -1 && merge_cancelled(m) && !merge_mismatch(m),
+	    "cancel set after 50 ms stops merge_add inside the input (%s)",
+	    cause ? cause : "finished");
+	ok(c.at > 0 && done - c.at < 0.5,
+	    "merge_add returned %.3f s after the cancel (%.3f s in all, "
+	    "%zu of 1000000 samples in)", done - c.at, done - t0,
+	    merge_samples(m));
+	free(cause);
+	merge_free(m);
+
+	/* Without a flag the same merge goes on (and a NULL flag is fine). */
+	m = merge_new();
+	merge_set_cancel(m, NULL);
+	bomb_free(bm);
+	bm = bomb_new(1000, 50);
+	ok(merge_add(m, &bm->b->p, NULL) == 0 && !merge_cancelled(m),
+	    "no cancel flag: merge_add completes");
+	merge_free(m);
+	bomb_free(bm);
+}
+
 int
 main(void)
 {
@@ -553,5 +752,8 @@ main(void)
 	test_header();
 	test_bad_refs();
 	test_corpus();
+	test_label_bomb(20000, 50);
+	test_label_bomb(40, 20000);
+	test_cancel_inside_input();
 	return tap_done();
 }
