@@ -155,6 +155,100 @@ api_merge_ids_run(struct httpjob *job, struct api_merge_args *ma)
 	    ma->filename);
 }
 
+/* qsort: C strings. */
+static int
+api_merge_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * META's sample_types ("type/unit,...") in a canonical order: merge pairs
+ * sample types up as a multiset, so two orders of the same types merge.
+ */
+static char *
+api_merge_types_key(const char *types)
+{
+	char *copy = xstrdup(types != NULL ? types : ""), *p, *key, **v = NULL;
+	size_t n = 0, i, len, at = 0;
+
+	for (p = copy; ; p++) {
+		v = xreallocarray(v, n + 1, sizeof *v);
+		v[n++] = p;
+		if ((p = strchr(p, ',')) == NULL)
+			break;
+		*p = '\0';
+	}
+	qsort(v, n, sizeof *v, api_merge_cmp_str);
+	len = strlen(types != NULL ? types : "") + 1;
+	key = xcalloc(1, len);
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			key[at++] = ',';
+		memcpy(key + at, v[i], strlen(v[i]));
+		at += strlen(v[i]);
+	}
+	free(v);
+	free(copy);
+	return key;
+}
+
+struct api_merge_group {
+	const char	*key;
+	size_t		 i;	/* position in the list (newest first) */
+};
+
+/* qsort: by key, then by position. */
+static int
+api_merge_cmp_group(const void *a, const void *b)
+{
+	const struct api_merge_group *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	if (c != 0)
+		return c;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * Of the n listed profiles, keeps[i] is set for those whose sample types
+ * are the most common set among them (a tie goes to the set of the newest
+ * profile); returns how many are left out.
+ */
+static size_t
+api_merge_pick_types(const struct profile_meta *metas, size_t n,
+    unsigned char *keep)
+{
+	struct api_merge_group *g = xcalloc(n, sizeof *g);
+	char **keys = xcalloc(n, sizeof *keys);
+	size_t i, j, best = 0, bestn = 0, bestfirst = 0, kept = 0;
+
+	for (i = 0; i < n; i++) {
+		keys[i] = api_merge_types_key(metas[i].sample_types);
+		g[i].key = keys[i];
+		g[i].i = i;
+	}
+	qsort(g, n, sizeof *g, api_merge_cmp_group);
+	for (i = 0; i < n; i = j) {
+		for (j = i; j < n && strcmp(g[j].key, g[i].key) == 0; j++)
+			;
+		if (j - i > bestn || (j - i == bestn && g[i].i < bestfirst)) {
+			bestn = j - i;
+			bestfirst = g[i].i;
+			best = i;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		keep[i] = strcmp(keys[i], g[best].key) == 0;
+		kept += keep[i];
+	}
+	for (i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+	free(g);
+	return n - kept;
+}
+
 /* Worker: finds the matching profiles, then merges them. */
 static void
 api_merge_query_work(struct httpjob *job)
@@ -163,6 +257,8 @@ api_merge_query_work(struct httpjob *job)
 	struct store_query q = ma->qa.q;
 	struct profile_meta *metas;
 	size_t i, n, max = (size_t)job->env->cfg->max_merge_profiles;
+	size_t mismatched;
+	unsigned char *keep;
 	char *cause = NULL;
 
 	if (q.limit == 0 || q.limit > max)
@@ -185,10 +281,20 @@ api_merge_query_work(struct httpjob *job)
 		store_meta_free_array(metas, n);
 		return;
 	}
+	keep = xcalloc(n, 1);
+	if ((mismatched = api_merge_pick_types(metas, n, keep)) > 0) {
+		httpjob_header(job, "X-Profd-Merge-Mismatched", "%zu",
+		    mismatched);
+		log_info("merge of %s %s: %zu of %zu profiles left out (other "
+		    "sample types)", ma->qa.service, ma->qa.type, mismatched,
+		    n);
+	}
 	ma->ids = xcalloc(n, sizeof *ma->ids);
-	for (i = 0; i < n; i++)
-		ma->ids[i] = xstrdup(metas[i].id);
-	ma->nids = n;
+	for (i = 0; i < n; i++) {
+		if (keep[i])
+			ma->ids[ma->nids++] = xstrdup(metas[i].id);
+	}
+	free(keep);
 	store_meta_free_array(metas, n);
 	api_merge_ids_run(job, ma);
 }

@@ -4,6 +4,9 @@
 # 1. An id segment is decoded after the path is split, so
 #    /api/0/profiles/..%2F..%2Fetc%2Fpasswd is a malformed id (400), not an
 #    unknown path (404).
+# 2. A window merge (GET /api/0/profiles/merge) merges the profiles of the
+#    most common sample types and leaves out the others, counting them in
+#    X-Profd-Merge-Mismatched; an explicit id list keeps its 422.
 
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 
@@ -60,5 +63,36 @@ req GET '/api/0/profiles/a/b'
 is "$HTTP_CODE" 404 "two segments after /api/0/profiles/: still 404"
 req GET '/api/0/profiles/0123456789abcdefghij'
 is "$HTTP_CODE" 404 "a well-formed unknown id: 404"
+
+# --- uploads: three CPU profiles and a heap profile, all as type=cpu -------
+ids=
+for f in "$G"/cpu_A_01.pb.gz "$G"/cpu_A_02.pb.gz "$G"/cpu_A_03.pb.gz \
+    "$G"/heap_A_01.pb.gz; do
+	put "$f" cpu || break
+	ids=${ids:+$ids+}$ID
+done
+check "4 uploads as type=cpu" test "$(echo "$ids" | tr + '\n' | wc -l)" = 4
+HEAPID=$ID
+
+# --- 3. window merges leave out other sample types ------------------------
+req GET "/api/0/profiles/merge?service=s&type=cpu&$W"
+is "$HTTP_CODE" 200 "GET of the window merge: 200"
+is "$(hdr X-Profd-Merge-Mismatched)" 1 "... X-Profd-Merge-Mismatched: 1"
+cp "$T_TMP/out" "$T_TMP/merged.pb.gz"
+if go tool pprof -top "$T_TMP/merged.pb.gz" > "$T_TMP/top" 2>&1 &&
+    grep -q 'samples' "$T_TMP/top"; then
+	ok "... go tool pprof -top reads it, a CPU profile"
+else
+	not_ok "... go tool pprof -top reads it, a CPU profile"
+	head -5 "$T_TMP/top" | sed 's/^/# /'
+fi
+exp=$(go tool pprof -top "$G"/cpu_A_0[1-3].pb.gz 2>/dev/null | grep -m1 'total')
+got=$(grep -m1 'total' "$T_TMP/top")
+is "$got" "$exp" "... with the total of the three CPU profiles"
+req GET "/api/0/profiles/$ids"
+is "$HTTP_CODE" 422 "GET of the id list of all four: still 422"
+req GET "/api/0/profiles/merge?service=s&type=cpu&$W&limit=1"
+is "$HTTP_CODE" 200 "a window of one profile: 200"
+is "$(hdr X-Profd-Merge-Mismatched)" "" "... without X-Profd-Merge-Mismatched"
 
 done_testing
