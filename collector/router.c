@@ -253,6 +253,8 @@ router_request_cb(struct evhttp_request *req, void *arg)
 	    d.name == METRICS_ROUTE_UPLOAD ?
 	    evbuffer_get_length(evhttp_request_get_input_buffer(req)) : 0);
 
+	if (method == EVHTTP_REQ_HEAD)
+		metrics_request_no_merge(env->metrics, req);
 	conns_request_started(env->conns, req);
 	if (bad != NULL) {
 		if (must_close && !env->stopping)	/* (reply.c adds it then) */

@@ -28,6 +28,7 @@ struct api_merge_args {
 	char			**ids;		/* merge by ids */
 	size_t			 nids;
 	char			*filename;
+	int			 head;		/* HEAD: check, do not merge */
 };
 
 /* Frees merge arguments. */
@@ -249,6 +250,16 @@ api_merge_pick_types(const struct profile_meta *metas, size_t n,
 	return n - kept;
 }
 
+/*
+ * The answer to a HEAD once the checks a GET makes before merging have
+ * passed: 200 with the GET's headers and no body, no merge run.
+ */
+static void
+api_merge_head_reply(struct httpjob *job, struct api_merge_args *ma)
+{
+	httpjob_bytes(job, NULL, 0, "application/octet-stream", ma->filename);
+}
+
 /* Worker: finds the matching profiles, then merges them. */
 static void
 api_merge_query_work(struct httpjob *job)
@@ -296,7 +307,10 @@ api_merge_query_work(struct httpjob *job)
 	}
 	free(keep);
 	store_meta_free_array(metas, n);
-	api_merge_ids_run(job, ma);
+	if (ma->head)
+		api_merge_head_reply(job, ma);
+	else
+		api_merge_ids_run(job, ma);
 }
 
 /* GET /api/0/profiles/merge */
@@ -323,6 +337,7 @@ api_merge_query(struct env *env, struct evhttp_request *req,
 		return;
 	}
 	ma->filename = api_merge_filename(ma->qa.service, ma->qa.type);
+	ma->head = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD;
 	job = httpjob_new(env, req, api_merge_query_work, ma, api_merge_args_free);
 	httpjob_watch(job);
 	httpjob_submit(job);
@@ -334,7 +349,7 @@ api_merge_ids_work(struct httpjob *job)
 {
 	struct api_merge_args *ma = job->arg;
 	struct profile_meta m;
-	char *cause = NULL;
+	char *cause = NULL, *key, *first = NULL;
 	size_t i;
 	int rc;
 
@@ -359,9 +374,31 @@ api_merge_ids_work(struct httpjob *job)
 		}
 		if (i == 0)
 			ma->filename = api_merge_filename(m.service, m.type);
+		if (ma->head) {
+			/* What merge_run would refuse, from META alone. */
+			key = api_merge_types_key(m.sample_types);
+			if (first == NULL)
+				first = key;
+			else {
+				rc = strcmp(first, key);
+				free(key);
+				if (rc != 0) {
+					httpjob_error(job, 422, "profile %s has "
+					    "other sample types than %s",
+					    ma->ids[i], ma->ids[0]);
+					store_meta_clear(&m);
+					free(first);
+					return;
+				}
+			}
+		}
 		store_meta_clear(&m);
 	}
-	api_merge_ids_run(job, ma);
+	free(first);
+	if (ma->head)
+		api_merge_head_reply(job, ma);
+	else
+		api_merge_ids_run(job, ma);
 }
 
 /* GET /api/0/profiles/{id1}+{id2}+... */
@@ -397,6 +434,7 @@ api_merge_ids(struct env *env, struct evhttp_request *req,
 		if (*plus == '\0')
 			break;
 	}
+	ma->head = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD;
 	job = httpjob_new(env, req, api_merge_ids_work, ma, api_merge_args_free);
 	httpjob_watch(job);
 	httpjob_submit(job);

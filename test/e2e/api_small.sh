@@ -4,7 +4,9 @@
 # 1. An id segment is decoded after the path is split, so
 #    /api/0/profiles/..%2F..%2Fetc%2Fpasswd is a malformed id (400), not an
 #    unknown path (404).
-# 2. A window merge (GET /api/0/profiles/merge) merges the profiles of the
+# 2. HEAD on the merge routes checks the parameters and what matches but
+#    merges nothing: profd_merge_duration_seconds_count does not move.
+# 3. A window merge (GET /api/0/profiles/merge) merges the profiles of the
 #    most common sample types and leaves out the others, counting them in
 #    X-Profd-Merge-Mismatched; an explicit id list keeps its 422.
 
@@ -73,6 +75,24 @@ for f in "$G"/cpu_A_01.pb.gz "$G"/cpu_A_02.pb.gz "$G"/cpu_A_03.pb.gz \
 done
 check "4 uploads as type=cpu" test "$(echo "$ids" | tr + '\n' | wc -l)" = 4
 HEAPID=$ID
+
+# --- 2. HEAD on merges ---------------------------------------------------
+n0=$(merges)
+req HEAD "/api/0/profiles/merge?service=s&type=cpu&$W"
+is "$HTTP_CODE" 200 "HEAD of a window merge: 200"
+is "$(hdr X-Profd-Merge-Mismatched)" 1 "... with X-Profd-Merge-Mismatched: 1"
+check "... and Content-Disposition" grep -qi '^Content-Disposition: attachment' "$T_TMP/hdr"
+req HEAD "/api/0/profiles/$ids"
+is "$HTTP_CODE" 422 "HEAD of an id list of mixed types: 422"
+req HEAD "/api/0/profiles/${ids%+*}"
+is "$HTTP_CODE" 200 "HEAD of an id list of CPU profiles: 200"
+req HEAD "/api/0/profiles/merge?service=nosuch&type=cpu&$W"
+is "$HTTP_CODE" 404 "HEAD of a window with nothing in it: 404"
+req HEAD "/api/0/profiles/merge?type=cpu"
+is "$HTTP_CODE" 400 "HEAD of a window merge without service: 400"
+req HEAD "/api/0/profiles/0123456789abcdefghij+$HEAPID"
+is "$HTTP_CODE" 404 "HEAD of an id list with an unknown id: 404"
+is "$(merges)" "$n0" "no HEAD ran a merge (merge count unchanged)"
 
 # --- 3. window merges leave out other sample types ------------------------
 req GET "/api/0/profiles/merge?service=s&type=cpu&$W"
