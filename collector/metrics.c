@@ -59,6 +59,7 @@ struct metrics_hist {
 struct metrics_pending {
 	const void		*req;
 	enum metrics_route	 route;
+	int			 no_merge;	/* a HEAD: merges nothing */
 	int64_t			 start_ns;
 	struct metrics_pending	*next;
 };
@@ -176,12 +177,30 @@ metrics_request_start(struct metrics *m, const void *req,
 		p = xmalloc(sizeof *p);	/* else a stale entry: reuse it */
 	p->req = req;
 	p->route = route;
+	p->no_merge = 0;
 	p->start_ns = clock_mono_ns();
 	slot = metrics_slot(m, req);
 	p->next = *slot;
 	*slot = p;
 	if (route == METRICS_ROUTE_UPLOAD)
 		m->upload_bytes += body;
+}
+
+/*
+ * Says that req, started, runs no merge (a HEAD of a merge route): its 200
+ * is not a merge duration.
+ */
+void
+metrics_request_no_merge(struct metrics *m, const void *req)
+{
+	struct metrics_pending *p;
+
+	if (m == NULL)
+		return;
+	for (p = *metrics_slot(m, req); p != NULL; p = p->next) {
+		if (p->req == req)
+			p->no_merge = 1;
+	}
 }
 
 /* Counts the reply to req and its latency. */
@@ -191,11 +210,13 @@ metrics_request_end(struct metrics *m, const void *req, int code)
 	struct metrics_pending *p;
 	enum metrics_route route = METRICS_ROUTE_OTHER;
 	double seconds = -1;
+	int no_merge = 0;
 
 	if (m == NULL)
 		return;
 	if ((p = metrics_take(m, req)) != NULL) {
 		route = p->route;
+		no_merge = p->no_merge;
 		seconds = (clock_mono_ns() - p->start_ns) / 1e9;
 		free(p);
 	}
@@ -205,8 +226,8 @@ metrics_request_end(struct metrics *m, const void *req, int code)
 	if (seconds >= 0)
 		metrics_observe(&m->latency[route], metrics_latency_le,
 		    METRICS_NLATENCY, seconds);
-	if (seconds >= 0 && code == 200 && (route == METRICS_ROUTE_MERGE ||
-	    route == METRICS_ROUTE_GET_MERGED))
+	if (seconds >= 0 && code == 200 && !no_merge &&
+	    (route == METRICS_ROUTE_MERGE || route == METRICS_ROUTE_GET_MERGED))
 		metrics_observe(&m->merge, metrics_merge_le, METRICS_NMERGE,
 		    seconds);
 	if (route != METRICS_ROUTE_UPLOAD)

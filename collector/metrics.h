@@ -55,6 +55,8 @@ void	metrics_request_start(struct metrics *, const void *req,
 	    enum metrics_route, size_t body);
 /* Loop thread: the reply to req goes out with code; stops its clock. */
 void	metrics_request_end(struct metrics *, const void *req, int code);
+/* req (started) runs no merge: a HEAD of a merge route. */
+void	metrics_request_no_merge(struct metrics *, const void *req);
 
 /* Any thread: the store's totals, cached for scrapes. */
 void	metrics_set_totals(struct metrics *, int64_t profiles, int64_t bytes);

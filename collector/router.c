@@ -70,20 +70,55 @@ static const struct router_route router_routes[] = {
 struct router_dispatch {
 	router_fn		 fn;	/* a handler taking params, or */
 	router_ids_fn		 ids_fn; /* one of GET /api/0/profiles/{ids} */
-	const char		*ids;	/* (its ids), or */
+	char			*ids;	/* (its ids, decoded; freed), or */
 	const char		*allow;	/* 405 with these methods, or 404 */
 	enum metrics_route	 name;
 };
 
-/* Finds what handles method on path. */
+/*
+ * The {ids} segment of GET /api/0/profiles/{ids}, decoded, or NULL when
+ * rawpath is not /api/0/profiles/ and one more non-empty segment. The
+ * segment is split off before decoding, so "..%2F..%2Fetc" is an id (a
+ * malformed one, 400), not a path. A decoded NUL becomes '?', which no
+ * id contains.
+ */
+static char *
+router_ids_segment(const char *rawpath)
+{
+	const char *seg = rawpath, *slash;
+	char *head, *ids;
+	size_t i, n;
+	int ok;
+
+	for (i = 0; i < 4; i++) {	/* "/api", "/0", "/profiles", "/" */
+		if ((slash = strchr(seg, '/')) == NULL)
+			return NULL;
+		seg = slash + 1;
+	}
+	if (*seg == '\0' || strchr(seg, '/') != NULL)
+		return NULL;
+	head = xstrndup(rawpath, seg - rawpath);
+	ids = evhttp_uridecode(head, 0, NULL);
+	ok = ids != NULL && strcmp(ids, ROUTER_PROFILES) == 0;
+	free(head);
+	free(ids);
+	if (!ok || (ids = evhttp_uridecode(seg, 0, &n)) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (ids[i] == '\0')
+			ids[i] = '?';
+	}
+	return ids;
+}
+
+/* Finds what handles method on path (decoded) or rawpath. */
 static void
-router_route(const char *path, enum evhttp_cmd_type method,
-    struct router_dispatch *d)
+router_route(const char *path, const char *rawpath,
+    enum evhttp_cmd_type method, struct router_dispatch *d)
 {
 	int is_get = method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD;
 	size_t i, n = sizeof router_routes / sizeof router_routes[0];
 	const struct router_route *r;
-	size_t plen = strlen(ROUTER_PROFILES);
 
 	memset(d, 0, sizeof *d);
 	d->name = METRICS_ROUTE_OTHER;
@@ -101,14 +136,14 @@ router_route(const char *path, enum evhttp_cmd_type method,
 			d->allow = r->post != NULL ? "GET, POST" : "GET";
 		return;
 	}
-	if (strncmp(path, ROUTER_PROFILES, plen) != 0 || path[plen] == '\0' ||
-	    strchr(path + plen, '/') != NULL)
+	if ((d->ids = router_ids_segment(rawpath)) == NULL)
 		return;
 	if (!is_get) {
+		free(d->ids);
+		d->ids = NULL;
 		d->allow = "GET";
 		return;
 	}
-	d->ids = path + plen;
 	if (strchr(d->ids, '+') != NULL) {
 		d->ids_fn = api_merge_ids;
 		d->name = METRICS_ROUTE_GET_MERGED;
@@ -209,7 +244,7 @@ router_request_cb(struct evhttp_request *req, void *arg)
 	if ((bad = router_check_framing(req, &must_close)) == NULL)
 		path = evhttp_uridecode(rawpath, 0, NULL);
 	if (path != NULL)
-		router_route(path, method, &d);
+		router_route(path, rawpath, method, &d);
 	else {
 		memset(&d, 0, sizeof d);
 		d.name = METRICS_ROUTE_OTHER;
@@ -218,6 +253,8 @@ router_request_cb(struct evhttp_request *req, void *arg)
 	    d.name == METRICS_ROUTE_UPLOAD ?
 	    evbuffer_get_length(evhttp_request_get_input_buffer(req)) : 0);
 
+	if (method == EVHTTP_REQ_HEAD)
+		metrics_request_no_merge(env->metrics, req);
 	conns_request_started(env->conns, req);
 	if (bad != NULL) {
 		if (must_close && !env->stopping)	/* (reply.c adds it then) */
@@ -258,6 +295,7 @@ router_request_cb(struct evhttp_request *req, void *arg)
 		d.fn(env, req, &p);
 	params_clear(&p);
 out:
+	free(d.ids);
 	free(path);
 }
 

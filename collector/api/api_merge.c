@@ -28,6 +28,7 @@ struct api_merge_args {
 	char			**ids;		/* merge by ids */
 	size_t			 nids;
 	char			*filename;
+	int			 head;		/* HEAD: check, do not merge */
 };
 
 /* Frees merge arguments. */
@@ -155,6 +156,110 @@ api_merge_ids_run(struct httpjob *job, struct api_merge_args *ma)
 	    ma->filename);
 }
 
+/* qsort: C strings. */
+static int
+api_merge_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * META's sample_types ("type/unit,...") in a canonical order: merge pairs
+ * sample types up as a multiset, so two orders of the same types merge.
+ */
+static char *
+api_merge_types_key(const char *types)
+{
+	char *copy = xstrdup(types != NULL ? types : ""), *p, *key, **v = NULL;
+	size_t n = 0, i, len, at = 0;
+
+	for (p = copy; ; p++) {
+		v = xreallocarray(v, n + 1, sizeof *v);
+		v[n++] = p;
+		if ((p = strchr(p, ',')) == NULL)
+			break;
+		*p = '\0';
+	}
+	qsort(v, n, sizeof *v, api_merge_cmp_str);
+	len = strlen(types != NULL ? types : "") + 1;
+	key = xcalloc(1, len);
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			key[at++] = ',';
+		memcpy(key + at, v[i], strlen(v[i]));
+		at += strlen(v[i]);
+	}
+	free(v);
+	free(copy);
+	return key;
+}
+
+struct api_merge_group {
+	const char	*key;
+	size_t		 i;	/* position in the list (newest first) */
+};
+
+/* qsort: by key, then by position. */
+static int
+api_merge_cmp_group(const void *a, const void *b)
+{
+	const struct api_merge_group *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	if (c != 0)
+		return c;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * Of the n listed profiles, keeps[i] is set for those whose sample types
+ * are the most common set among them (a tie goes to the set of the newest
+ * profile); returns how many are left out.
+ */
+static size_t
+api_merge_pick_types(const struct profile_meta *metas, size_t n,
+    unsigned char *keep)
+{
+	struct api_merge_group *g = xcalloc(n, sizeof *g);
+	char **keys = xcalloc(n, sizeof *keys);
+	size_t i, j, best = 0, bestn = 0, bestfirst = 0, kept = 0;
+
+	for (i = 0; i < n; i++) {
+		keys[i] = api_merge_types_key(metas[i].sample_types);
+		g[i].key = keys[i];
+		g[i].i = i;
+	}
+	qsort(g, n, sizeof *g, api_merge_cmp_group);
+	for (i = 0; i < n; i = j) {
+		for (j = i; j < n && strcmp(g[j].key, g[i].key) == 0; j++)
+			;
+		if (j - i > bestn || (j - i == bestn && g[i].i < bestfirst)) {
+			bestn = j - i;
+			bestfirst = g[i].i;
+			best = i;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		keep[i] = strcmp(keys[i], g[best].key) == 0;
+		kept += keep[i];
+	}
+	for (i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+	free(g);
+	return n - kept;
+}
+
+/*
+ * The answer to a HEAD once the checks a GET makes before merging have
+ * passed: 200 with the GET's headers and no body, no merge run.
+ */
+static void
+api_merge_head_reply(struct httpjob *job, struct api_merge_args *ma)
+{
+	httpjob_bytes(job, NULL, 0, "application/octet-stream", ma->filename);
+}
+
 /* Worker: finds the matching profiles, then merges them. */
 static void
 api_merge_query_work(struct httpjob *job)
@@ -163,6 +268,8 @@ api_merge_query_work(struct httpjob *job)
 	struct store_query q = ma->qa.q;
 	struct profile_meta *metas;
 	size_t i, n, max = (size_t)job->env->cfg->max_merge_profiles;
+	size_t mismatched;
+	unsigned char *keep;
 	char *cause = NULL;
 
 	if (q.limit == 0 || q.limit > max)
@@ -185,12 +292,25 @@ api_merge_query_work(struct httpjob *job)
 		store_meta_free_array(metas, n);
 		return;
 	}
+	keep = xcalloc(n, 1);
+	if ((mismatched = api_merge_pick_types(metas, n, keep)) > 0) {
+		httpjob_header(job, "X-Profd-Merge-Mismatched", "%zu",
+		    mismatched);
+		log_info("merge of %s %s: %zu of %zu profiles left out (other "
+		    "sample types)", ma->qa.service, ma->qa.type, mismatched,
+		    n);
+	}
 	ma->ids = xcalloc(n, sizeof *ma->ids);
-	for (i = 0; i < n; i++)
-		ma->ids[i] = xstrdup(metas[i].id);
-	ma->nids = n;
+	for (i = 0; i < n; i++) {
+		if (keep[i])
+			ma->ids[ma->nids++] = xstrdup(metas[i].id);
+	}
+	free(keep);
 	store_meta_free_array(metas, n);
-	api_merge_ids_run(job, ma);
+	if (ma->head)
+		api_merge_head_reply(job, ma);
+	else
+		api_merge_ids_run(job, ma);
 }
 
 /* GET /api/0/profiles/merge */
@@ -217,6 +337,7 @@ api_merge_query(struct env *env, struct evhttp_request *req,
 		return;
 	}
 	ma->filename = api_merge_filename(ma->qa.service, ma->qa.type);
+	ma->head = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD;
 	job = httpjob_new(env, req, api_merge_query_work, ma, api_merge_args_free);
 	httpjob_watch(job);
 	httpjob_submit(job);
@@ -228,7 +349,7 @@ api_merge_ids_work(struct httpjob *job)
 {
 	struct api_merge_args *ma = job->arg;
 	struct profile_meta m;
-	char *cause = NULL;
+	char *cause = NULL, *key, *first = NULL;
 	size_t i;
 	int rc;
 
@@ -253,9 +374,31 @@ api_merge_ids_work(struct httpjob *job)
 		}
 		if (i == 0)
 			ma->filename = api_merge_filename(m.service, m.type);
+		if (ma->head) {
+			/* What merge_run would refuse, from META alone. */
+			key = api_merge_types_key(m.sample_types);
+			if (first == NULL)
+				first = key;
+			else {
+				rc = strcmp(first, key);
+				free(key);
+				if (rc != 0) {
+					httpjob_error(job, 422, "profile %s has "
+					    "other sample types than %s",
+					    ma->ids[i], ma->ids[0]);
+					store_meta_clear(&m);
+					free(first);
+					return;
+				}
+			}
+		}
 		store_meta_clear(&m);
 	}
-	api_merge_ids_run(job, ma);
+	free(first);
+	if (ma->head)
+		api_merge_head_reply(job, ma);
+	else
+		api_merge_ids_run(job, ma);
 }
 
 /* GET /api/0/profiles/{id1}+{id2}+... */
@@ -291,6 +434,7 @@ api_merge_ids(struct env *env, struct evhttp_request *req,
 		if (*plus == '\0')
 			break;
 	}
+	ma->head = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD;
 	job = httpjob_new(env, req, api_merge_ids_work, ma, api_merge_args_free);
 	httpjob_watch(job);
 	httpjob_submit(job);

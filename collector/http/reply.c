@@ -175,7 +175,10 @@ reply_bytes(struct env *env, struct evhttp_request *req, uint8_t *buf,
 	struct evbuffer *out = evbuffer_new();
 	char *disp;
 
-	evbuffer_add_reference(out, buf, len, reply_free_cb, NULL);
+	if (len > 0)
+		evbuffer_add_reference(out, buf, len, reply_free_cb, NULL);
+	else
+		free(buf);	/* (NULL for a HEAD's empty answer) */
 	evhttp_add_header(h, "Content-Type", content_type);
 	if (filename != NULL) {
 		disp = xasprintf("attachment; filename=\"%s\"", filename);

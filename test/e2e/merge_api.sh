@@ -11,7 +11,8 @@
 # same total as pprof -top of the inputs; and that the {id1}+{id2}+... form
 # gives the same rows. Then: go tool pprof fetching the merge URL itself,
 # Content-Disposition, a merge of one profile, builds A+B merging location
-# for location, every error status (400, 404, 413, 422), and clients that
+# for location, every error status (400, 404, 413, 422), a window of
+# mixed sample types (the others left out), and clients that
 # hang up mid-merge (the daemon keeps serving and exits clean, which under
 # ASan means no leak or memory error).
 
@@ -206,11 +207,17 @@ api "/api/0/profiles/merge?type=cpu&$W" >/dev/null
 is "$HTTP_CODE" 400 "service missing: 400 ($BODY)"
 api "/api/0/profiles/merge?service=m&type=cpu&from=yesterday" >/dev/null
 is "$HTTP_CODE" 400 "bad from: 400 ($BODY)"
-put "$C/node/google/heap_01.pb.gz" X heap "set=mix"
+put "$C/node/google/heap_01.pb.gz" X heap "set=mix"; idg=$ID
 put "$C/node/datadog/heap_01.pb.gz" X heap "set=mix"; idd=$ID
-api "/api/0/profiles/merge?service=X&type=heap&$W" >/dev/null
-is "$HTTP_CODE" 422 "different sample types: 422"
-check "... naming both: $BODY" grep -q 'objects/count,space/bytes.*inuse_objects/count,inuse_space/bytes' <<<"$BODY"
+# A window merge keeps the most common sample types and leaves out the
+# others; an id list of different sample types is refused.
+get "/api/0/profiles/merge?service=X&type=heap&$W" "$T_TMP/mix.pb.gz"
+is "$HTTP_CODE" 200 "different sample types in a window: 200"
+check "... leaving one out (X-Profd-Merge-Mismatched: 1)" \
+    grep -qi '^X-Profd-Merge-Mismatched: 1' "$T_TMP/hdr"
+api "/api/0/profiles/$idg+$idd" >/dev/null
+is "$HTTP_CODE" 422 "different sample types by ids: 422"
+check "... naming both: $BODY" grep -Eq '(objects/count,space/bytes.*inuse_objects/count,inuse_space/bytes|inuse_objects/count,inuse_space/bytes.*objects/count,space/bytes)' <<<"$BODY"
 api "/api/0/profiles/$ida+$idd" >/dev/null
 is "$HTTP_CODE" 422 "different sample types by ids (cpu + heap): 422 ($BODY)"
 
