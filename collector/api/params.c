@@ -12,6 +12,7 @@
 
 #include "collector/api/params.h"
 #include "common/parse.h"
+#include "common/utf8.h"
 #include "common/xmalloc.h"
 
 #define PARAMS_NS_PER_SEC	INT64_C(1000000000)
@@ -30,56 +31,6 @@ params_hex(int c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
-}
-
-/*
- * True if s[0..len) is well-formed UTF-8 without NUL bytes, as jansson
- * wants its strings: no overlong forms, no surrogates (U+D800..DFFF), no
- * code points above U+10FFFF.
- */
-int
-params_utf8_valid(const char *s, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0, n, k;
-	unsigned char c, lo, hi;
-
-	while (i < len) {
-		c = p[i];
-		if (c == 0)
-			return 0;
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		/* the lead byte gives the length and the second byte's range */
-		lo = 0x80;
-		hi = 0xbf;
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 2;
-		else if (c >= 0xe0 && c <= 0xef) {
-			n = 3;
-			if (c == 0xe0)
-				lo = 0xa0;	/* overlong */
-			else if (c == 0xed)
-				hi = 0x9f;	/* surrogates */
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			n = 4;
-			if (c == 0xf0)
-				lo = 0x90;	/* overlong */
-			else if (c == 0xf4)
-				hi = 0x8f;	/* above U+10FFFF */
-		} else
-			return 0;	/* continuation, 0xc0, 0xc1, 0xf5.. */
-		if (len - i < n || p[i + 1] < lo || p[i + 1] > hi)
-			return 0;
-		for (k = 2; k < n; k++) {
-			if (p[i + k] < 0x80 || p[i + k] > 0xbf)
-				return 0;
-		}
-		i += n;
-	}
-	return 1;
 }
 
 /* Percent-decodes s[0..len); '+' becomes a space; NUL bytes are refused. */
@@ -197,7 +148,7 @@ params_get(const struct params *p, const char *key, char **out, char **cause)
 		free(why);
 		return -1;
 	}
-	if (!params_utf8_valid(*out, strlen(*out))) {
+	if (!utf8_valid(*out, strlen(*out))) {
 		xcause(cause, "parameter %s: not valid UTF-8", key);
 		free(*out);
 		*out = NULL;
@@ -324,7 +275,7 @@ params_labels_split(const char *raw, size_t max, struct label **out,
 			xcause(cause, "label: %s", why);
 			goto fail;
 		}
-		if (!params_utf8_valid(key, strlen(key))) {
+		if (!utf8_valid(key, strlen(key))) {
 			xcause(cause, "label key is not valid UTF-8");
 			goto fail;
 		}
@@ -333,7 +284,7 @@ params_labels_split(const char *raw, size_t max, struct label **out,
 			    "(want [A-Za-z_][A-Za-z0-9_.-]{0,63})", key);
 			goto fail;
 		}
-		if (!params_utf8_valid(value, strlen(value))) {
+		if (!utf8_valid(value, strlen(value))) {
 			xcause(cause, "label %s: value is not valid UTF-8", key);
 			goto fail;
 		}
@@ -403,7 +354,7 @@ params_service_valid(const char *service)
 	size_t len = strlen(service);
 
 	if (len == 0 || len > PARAMS_MAX_SERVICE ||
-	    !params_utf8_valid(service, len))
+	    !utf8_valid(service, len))
 		return 0;
 	for (p = (const unsigned char *)service; *p != '\0'; p++) {
 		if (*p < 0x20 || *p == 0x7f)

@@ -35,11 +35,6 @@ int	params_get(const struct params *p, const char *key, char **out,
 	    char **cause);
 /* Percent-decodes s[0..len) ('+' is a space); NULL and *cause on error. */
 char	*params_decode(const char *s, size_t len, char **cause);
-/*
- * True if s[0..len) is valid UTF-8 with no NUL byte: no overlong forms,
- * surrogates or code points above U+10FFFF (what jansson accepts).
- */
-int	params_utf8_valid(const char *s, size_t len);
 
 /*
  * Parses raw "k1=v1,k2=v2" (each key and value percent-encoded on its own)

@@ -17,6 +17,7 @@
 #include "collector/http/reply.h"
 #include "collector/metrics.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/xmalloc.h"
 
 /* Reason phrases for the codes profd uses. */
@@ -94,60 +95,6 @@ reply_json(struct env *env, struct evhttp_request *req, int code,
 	    "body", body));
 }
 
-/*
- * Length of the well-formed UTF-8 sequence at s[0..left) (1 to 4), or 0 if
- * there is none: no overlong forms, surrogates or code points above
- * U+10FFFF, as jansson wants.
- */
-static size_t
-reply_utf8_len(const unsigned char *s, size_t left)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t n, k;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		lo = s[0] == 0xe0 ? 0xa0 : lo;
-		hi = s[0] == 0xed ? 0x9f : hi;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		lo = s[0] == 0xf0 ? 0x90 : lo;
-		hi = s[0] == 0xf4 ? 0x8f : hi;
-	} else
-		return 0;
-	if (left < n || s[1] < lo || s[1] > hi)
-		return 0;
-	for (k = 2; k < n; k++) {
-		if (s[k] < 0x80 || s[k] > 0xbf)
-			return 0;
-	}
-	return n;
-}
-
-/*
- * Makes msg valid UTF-8 in place, so an error quoting bad input (a path, a
- * key cut in the middle of a character) still encodes: each byte that
- * starts no well-formed sequence becomes '?'.
- */
-static void
-reply_utf8_clean(char *msg)
-{
-	unsigned char *s = (unsigned char *)msg;
-	size_t i = 0, len = strlen(msg), n;
-
-	while (i < len) {
-		if ((n = reply_utf8_len(s + i, len - i)) == 0) {
-			s[i] = '?';
-			n = 1;
-		}
-		i += n;
-	}
-}
-
 /* Sends {"code":code,"error":message}; message need not be UTF-8. */
 void
 reply_error(struct env *env, struct evhttp_request *req, int code,
@@ -159,7 +106,7 @@ reply_error(struct env *env, struct evhttp_request *req, int code,
 	va_start(ap, fmt);
 	msg = xvasprintf(fmt, ap);
 	va_end(ap);
-	reply_utf8_clean(msg);
+	utf8_clean(msg);
 	log_debug("%s: %d %s", __func__, code, msg);
 	reply_envelope(env, req, code, json_pack("{s:i, s:s%}", "code", code,
 	    "error", msg, strlen(msg)));

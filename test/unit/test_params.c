@@ -8,6 +8,7 @@
 #include "collector/api/params.h"
 #include "common/clock.h"
 #include "common/parse.h"
+#include "common/utf8.h"
 #include "test/lib/tap.h"
 
 #define NS	INT64_C(1000000000)
@@ -153,8 +154,8 @@ test_labels(void)
 	ok(labels_fail("k%C3%A9=v", "not valid"), "non-ASCII key rejected");
 }
 
-/* params_utf8_valid on a literal, NUL bytes included. */
-#define U8(lit)	params_utf8_valid(lit, sizeof lit - 1)
+/* utf8_valid on a literal, NUL bytes included. */
+#define U8(lit)	utf8_valid(lit, sizeof lit - 1)
 
 static void
 test_utf8(void)
@@ -180,7 +181,7 @@ test_utf8(void)
 	    !U8("\xf7\xbf\xbf\xbf") && !U8("\xf8\x88\x80\x80\x80"),
 	    "code points above U+10FFFF");
 	ok(!U8("a\0b") && !U8("\0"), "NUL byte");
-	ok(params_utf8_valid("ab\xff", 2), "only len bytes are checked");
+	ok(utf8_valid("ab\xff", 2), "only len bytes are checked");
 	ok(params_service_valid("caf\xc3\xa9") &&
 	    !params_service_valid("caf\xe9") && !params_service_valid("\xc3"),
 	    "service names must be UTF-8");
