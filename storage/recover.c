@@ -27,8 +27,6 @@
 #include <sys/types.h>
 
 #include <errno.h>
-#include <limits.h>
-#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +129,23 @@ recover_entry_cb(enum blobs_entry kind, const char *name, const char *path,
 	return 0;
 }
 
+/* Removes one orphan blob (a crash's); returns 1 if it went. */
+static int
+recover_remove_orphan(struct blobs *b, const char *name)
+{
+	char	id[STORE_ID_LEN + 1], *why = NULL;
+
+	memcpy(id, name, STORE_ID_LEN);
+	id[STORE_ID_LEN] = '\0';
+	if (blobs_remove(b, id, 0, &why) == -1) {
+		log_warn("%s: %s", __func__, why);
+		free(why);
+		return 0;
+	}
+	log_info("%s: removed orphan blob %s", __func__, id);
+	return 1;
+}
+
 /* Counts the blob files of a store whose meta.db is about to be created. */
 static int
 recover_count_cb(enum blobs_entry kind, const char *name, const char *path,
@@ -196,7 +211,7 @@ recover_run(struct meta_sqlite *ms, struct blobs *b, const char *data_dir,
     size_t orphan_limit, struct store_recovery *rec, char **cause)
 {
 	struct recover_state	 st;
-	char			*ids = NULL, path[PATH_MAX];
+	char			*ids = NULL;
 	size_t			 n = 0, i, logged = 0;
 	int			 ret = -1;
 
@@ -222,14 +237,9 @@ recover_run(struct meta_sqlite *ms, struct blobs *b, const char *data_dir,
 	if (st.norphans > orphan_limit || (n == 0 && st.norphans > 0))
 		recover_move_orphans(&st, b, data_dir, rec);
 	else {
-		for (i = 0; i < st.norphans; i++) {
-			const char *id = st.orphans + i * STORE_ID_LEN;
-
-			snprintf(path, sizeof path, "%s/blobs/%.2s/%.*s",
-			    data_dir, id, STORE_ID_LEN, id);
-			rec->orphan_blobs_removed += recover_unlink(path,
-			    "orphan blob");
-		}
+		for (i = 0; i < st.norphans; i++)
+			rec->orphan_blobs_removed += recover_remove_orphan(b,
+			    st.orphans + i * STORE_ID_LEN);
 	}
 	for (i = 0; i < n; i++) {
 		if (st.seen[i / 8] & (1u << (i % 8)))
