@@ -44,6 +44,9 @@ static const struct config_option config_options[] = {
 	    "jobs waiting for a worker before 503 (default 1024)" },
 	{ "max-body", CONFIG_SIZE, OFF(max_body), 0, 0,
 	    "largest upload body (default 32M)" },
+	{ "max-body-memory", CONFIG_SIZE, OFF(max_body_memory), 0, 0,
+	    "bytes all request bodies in flight may hold; past it 503 "
+	    "(default 256M; 0: no limit)" },
 	{ "max-inflated", CONFIG_SIZE, OFF(max_inflated), 0, 0,
 	    "largest inflated profile (default 256M)" },
 	{ "max-labels", CONFIG_INT, OFF(max_labels), 1, 1024,
@@ -81,6 +84,7 @@ config_defaults(struct config *c)
 	c->max_queue = 1024;
 	c->io_threads = 32;
 	c->max_body = 32 * 1024 * 1024;
+	c->max_body_memory = 256 * 1024 * 1024;
 	c->max_inflated = 256 * 1024 * 1024;
 	c->max_labels = 64;
 	c->max_merge_profiles = 10000;

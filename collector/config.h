@@ -19,6 +19,7 @@ struct config {
 	int64_t		 max_queue;
 	int64_t		 io_threads;
 	uint64_t	 max_body;
+	uint64_t	 max_body_memory;	/* bodies in flight */
 	uint64_t	 max_inflated;
 	int64_t		 max_labels;
 	int64_t		 max_merge_profiles;

@@ -5,6 +5,8 @@
  * Requests are counted for /metrics here, where the route is known, and
  * the count ends in reply.c, where the status is.
  */
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,9 +21,11 @@
 #include "collector/api/api_ops.h"
 #include "collector/api/api_profiles.h"
 #include "collector/api/params.h"
+#include "collector/config.h"
 #include "collector/env.h"
 #include "collector/http/auth.h"
 #include "collector/http/conns.h"
+#include "collector/http/evhooks.h"
 #include "collector/http/reply.h"
 #include "collector/router.h"
 #include "collector/metrics.h"
@@ -32,6 +36,7 @@
 
 struct router {
 	struct env	*env;
+	struct evhttp	*http;
 	struct auth	*auth;		/* NULL: no tokens needed */
 	char		*auth_file;
 };
@@ -153,19 +158,31 @@ router_route(const char *path, const char *rawpath,
 	}
 }
 
-/* Answers 405 with the methods the path takes. */
-static void
-router_method_not_allowed(struct env *env, struct evhttp_request *req,
-    const char *allow)
+/* What a request's head decides: its handler, or a refusal. */
+struct router_screen {
+	struct router_dispatch	 d;
+	char			*path;	/* decoded; NULL if it is not */
+	int			 code;	/* 0: serve; else refuse with msg */
+	char			*msg;
+	int			 close;	/* and close the connection */
+};
+
+/* Refuses with code and a formatted message. */
+static void __attribute__((format(printf, 3, 4)))
+router_refuse(struct router_screen *s, int code, const char *fmt, ...)
 {
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
-	    allow);
-	reply_error(env, req, 405, "method not allowed (allowed: %s)", allow);
+	va_list ap;
+
+	va_start(ap, fmt);
+	s->code = code;
+	s->msg = xvasprintf(fmt, ap);
+	va_end(ap);
 }
 
-/* Checks the bearer token; answers 401/403 itself. Returns 0 if allowed. */
-static int
-router_authorize(struct router *rt, struct evhttp_request *req, int need)
+/* Checks the bearer token; refuses (401/403) when it does not allow need. */
+static void
+router_authorize(struct router *rt, struct evhttp_request *req, int need,
+    struct router_screen *s)
 {
 	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "Authorization");
@@ -174,13 +191,11 @@ router_authorize(struct router *rt, struct evhttp_request *req, int need)
 	if (rc == 401) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "WWW-Authenticate", "Bearer realm=\"profd\"");
-		reply_error(rt->env, req, 401, h == NULL ? "missing bearer "
-		    "token (Authorization: Bearer TOKEN)" :
-		    "unknown bearer token");
+		router_refuse(s, 401, h == NULL ? "missing bearer token "
+		    "(Authorization: Bearer TOKEN)" : "unknown bearer token");
 	} else if (rc == 403)
-		reply_error(rt->env, req, 403, "this token lacks the %s scope",
+		router_refuse(s, 403, "this token lacks the %s scope",
 		    need == AUTH_WRITE ? "write" : "read");
-	return rc;
 }
 
 /*
@@ -224,63 +239,202 @@ router_check_framing(struct evhttp_request *req, int *must_close)
 	return NULL;
 }
 
-/* Every request enters here. */
+/*
+ * Everything the request line and headers decide, in order: framing,
+ * shutdown, path, token, route and method. Run when the headers are in
+ * (before a body is read) and again when the request is complete.
+ */
+static void
+router_screen(struct router *rt, struct evhttp_request *req,
+    struct router_screen *s)
+{
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	const char *rawpath = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+	enum evhttp_cmd_type method = evhttp_request_get_command(req);
+	const char *bad;
+
+	memset(s, 0, sizeof *s);
+	s->d.name = METRICS_ROUTE_OTHER;
+	if (rawpath == NULL || *rawpath == '\0')
+		rawpath = "/";
+	if ((bad = router_check_framing(req, &s->close)) != NULL) {
+		router_refuse(s, 400, "%s", bad);
+		return;
+	}
+	if ((s->path = evhttp_uridecode(rawpath, 0, NULL)) != NULL)
+		router_route(s->path, rawpath, method, &s->d);
+	if (rt->env->stopping)
+		router_refuse(s, 503, "shutting down");
+	else if (s->path == NULL)
+		router_refuse(s, 400, "bad request path");
+	else if (rt->auth != NULL && strncmp(s->path, "/api/", 5) == 0 &&
+	    (router_authorize(rt, req, method == EVHTTP_REQ_POST ?
+	    AUTH_WRITE : AUTH_READ, s), s->code != 0))
+		return;
+	else if (s->d.fn == NULL && s->d.ids_fn == NULL) {
+		if (s->d.allow != NULL) {
+			evhttp_add_header(evhttp_request_get_output_headers(req),
+			    "Allow", s->d.allow);
+			router_refuse(s, 405, "method not allowed (allowed: %s)",
+			    s->d.allow);
+		} else
+			router_refuse(s, 404, "no such endpoint: %.128s",
+			    s->path);
+	}
+}
+
+/* Frees what a screen holds. */
+static void
+router_screen_clear(struct router_screen *s)
+{
+	free(s->d.ids);
+	free(s->path);
+	free(s->msg);
+}
+
+/* Answers a refusal; closes the connection when a body was left unread. */
+static void
+router_reply_refusal(struct env *env, struct evhttp_request *req, int code,
+    const char *msg, int close)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+
+	if (close && evhttp_find_header(out, "Connection") == NULL)
+		evhttp_add_header(out, "Connection", "close");
+	reply_error(env, req, code, "%s", msg);
+}
+
+/*
+ * The headers of a request with a body are in (evhooks): refuse it now,
+ * before its body is buffered, if its head or its size already decides
+ * it; else ask for its body in pieces, counted against --max-body-memory.
+ * A chunked body's length is unknown until its end, so it is counted at
+ * --max-body from the start.
+ */
+static int
+router_head_cb(struct evhttp_request *req, void *arg)
+{
+	struct router *rt = arg;
+	struct env *env = rt->env;
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	const char *cl = evhttp_find_header(in, "Content-Length");
+	const char *te = evhttp_find_header(in, "Transfer-Encoding");
+	struct router_screen s;
+	uint64_t len = 0;
+	char *end;
+
+	if (te == NULL && (cl == NULL || strcmp(cl, "0") == 0))
+		return 0;	/* no body: screened when complete */
+	router_screen(rt, req, &s);
+	if (cl != NULL && te == NULL) {
+		len = strtoull(cl, &end, 10);
+		if (*end != '\0')	/* libevent answers 400 itself */
+			len = 0;
+	}
+	if (s.code == 0 && len > env->cfg->max_body)
+		router_refuse(&s, 413, "request body of %llu bytes is larger "
+		    "than --max-body (%llu)", (unsigned long long)len,
+		    (unsigned long long)env->cfg->max_body);
+	if (s.code == 0 && (te != NULL ? conns_body_reserve(env->conns, req,
+	    env->cfg->max_body) : conns_body_full(env->conns, len) ? -1 : 0))
+		router_refuse(&s, 503, "request bodies in flight would pass "
+		    "--max-body-memory (%llu bytes): retry later",
+		    (unsigned long long)env->cfg->max_body_memory);
+	if (s.code != 0) {
+		metrics_request_start(env->metrics, req, s.d.name, 0);
+		conns_request_started(env->conns, req);
+		evhooks_refuse(req, s.code, s.msg);
+	} else
+		evhooks_watch_body(req);
+	router_screen_clear(&s);
+	return 0;
+}
+
+/* A piece of a body arrived: keep it within --max-body-memory. */
+static void
+router_body_cb(struct evhttp_request *req, struct evbuffer *buf, void *arg)
+{
+	struct router *rt = arg;
+	struct env *env = rt->env;
+	size_t total = req->chunked ? 0 : req->body_size + (size_t)req->ntoread;
+	struct router_screen s;
+	char *msg;
+
+	if (conns_body_add(env->conns, req, buf, total) == 0)
+		return;
+	msg = xasprintf("request bodies in flight would pass "
+	    "--max-body-memory (%llu bytes): retry later",
+	    (unsigned long long)env->cfg->max_body_memory);
+	router_screen(rt, req, &s);	/* for its route's name */
+	metrics_request_start(env->metrics, req, s.d.name, 0);
+	router_screen_clear(&s);
+	conns_request_started(env->conns, req);
+	evhooks_refuse(req, 503, msg);
+	free(msg);
+}
+
+/*
+ * libevent failed a request itself, or a refusal made before the body
+ * ended (reason set) is due: answer in JSON, naming the limit.
+ */
+static void
+router_error_cb(struct evhttp_request *req, int code, const char *reason,
+    void *arg)
+{
+	struct router *rt = arg;
+	unsigned long long max = rt->env->cfg->max_body;
+
+	if (reason != NULL)
+		reply_error(rt->env, req, code, "%s", reason);
+	else if (code == 413 && req->chunked)
+		reply_error(rt->env, req, code, "chunked body larger than "
+		    "--max-body (%llu), or malformed (chunk extensions are not "
+		    "supported)", max);
+	else if (code == 413)
+		reply_error(rt->env, req, code, "request larger than "
+		    "--max-body (%llu) or than 64 KiB of headers", max);
+	else if (code == 501)
+		reply_error(rt->env, req, code, "method not implemented");
+	else if (code == 417)
+		reply_error(rt->env, req, code, "unsupported Expect header "
+		    "(only 100-continue is)");
+	else if (code == 400)
+		reply_error(rt->env, req, code, "malformed request line, "
+		    "headers or body framing");
+	else
+		reply_error(rt->env, req, code, "%s", reply_reason(code));
+}
+
+/* Every complete request enters here. */
 static void
 router_request_cb(struct evhttp_request *req, void *arg)
 {
 	struct router *rt = arg;
 	struct env *env = rt->env;
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-	const char *rawpath = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
-	struct router_dispatch d;
+	struct evbuffer *body = evhttp_request_get_input_buffer(req);
+	struct router_screen s;
 	struct params p;
-	char *path = NULL, *cause = NULL;
-	const char *bad;
-	int must_close;
+	char *cause = NULL, *msg;
+	int code;
 
-	if (rawpath == NULL || *rawpath == '\0')
-		rawpath = "/";
-	if ((bad = router_check_framing(req, &must_close)) == NULL)
-		path = evhttp_uridecode(rawpath, 0, NULL);
-	if (path != NULL)
-		router_route(path, rawpath, method, &d);
-	else {
-		memset(&d, 0, sizeof d);
-		d.name = METRICS_ROUTE_OTHER;
+	if ((code = evhooks_take_refusal(req, &msg)) != 0) {
+		/* refused while its body arrived, all of which had come */
+		router_reply_refusal(env, req, code, msg, 1);
+		free(msg);
+		return;
 	}
-	metrics_request_start(env->metrics, req, d.name,
-	    d.name == METRICS_ROUTE_UPLOAD ?
-	    evbuffer_get_length(evhttp_request_get_input_buffer(req)) : 0);
-
+	conns_body_take(env->conns, req, body);
+	router_screen(rt, req, &s);
+	metrics_request_start(env->metrics, req, s.d.name,
+	    s.d.name == METRICS_ROUTE_UPLOAD ? evbuffer_get_length(body) : 0);
 	if (method == EVHTTP_REQ_HEAD)
 		metrics_request_no_merge(env->metrics, req);
 	conns_request_started(env->conns, req);
-	if (bad != NULL) {
-		if (must_close && !env->stopping)	/* (reply.c adds it then) */
-			evhttp_add_header(evhttp_request_get_output_headers(req),
-			    "Connection", "close");
-		reply_error(env, req, 400, "%s", bad);
-		goto out;
-	}
-	if (env->stopping) {
-		reply_error(env, req, 503, "shutting down");
-		goto out;
-	}
-	if (path == NULL) {
-		reply_error(env, req, 400, "bad request path");
-		goto out;
-	}
-	if (rt->auth != NULL && strncmp(path, "/api/", 5) == 0 &&
-	    router_authorize(rt, req, method == EVHTTP_REQ_POST ?
-	    AUTH_WRITE : AUTH_READ) != 0)
-		goto out;
-	if (d.fn == NULL && d.ids_fn == NULL) {
-		if (d.allow != NULL)
-			router_method_not_allowed(env, req, d.allow);
-		else
-			reply_error(env, req, 404, "no such endpoint: %.128s",
-			    path);
+	if (s.code != 0) {
+		router_reply_refusal(env, req, s.code, s.msg,
+		    s.close && !env->stopping);
 		goto out;
 	}
 	if (params_parse(uri != NULL ? evhttp_uri_get_query(uri) : NULL, &p,
@@ -289,15 +443,18 @@ router_request_cb(struct evhttp_request *req, void *arg)
 		free(cause);
 		goto out;
 	}
-	if (d.ids_fn != NULL)
-		d.ids_fn(env, req, d.ids);
+	if (s.d.ids_fn != NULL)
+		s.d.ids_fn(env, req, s.d.ids);
 	else
-		d.fn(env, req, &p);
+		s.d.fn(env, req, &p);
 	params_clear(&p);
 out:
-	free(d.ids);
-	free(path);
+	router_screen_clear(&s);
 }
+
+static const struct evhooks_ops router_hooks = {
+	router_head_cb, router_body_cb, router_error_cb
+};
 
 /* Installs the request callback; loads the tokens. */
 struct router *
@@ -315,6 +472,8 @@ router_new(struct env *env, struct evhttp *http, const char *auth_file,
 		rt->auth_file = xstrdup(auth_file);
 	}
 	evhttp_set_gencb(http, router_request_cb, rt);
+	evhooks_install(http, &router_hooks, rt);
+	rt->http = http;
 	return rt;
 }
 
@@ -344,6 +503,7 @@ router_free(struct router *rt)
 {
 	if (rt == NULL)
 		return;
+	evhooks_remove(rt->http);
 	auth_free(rt->auth);
 	free(rt->auth_file);
 	free(rt);

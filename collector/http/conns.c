@@ -23,6 +23,12 @@ struct conn {
 	struct bufferevent	*bev;
 	int64_t			 since;		/* waiting for a request since */
 	int			 busy;		/* a request is being served */
+	struct evbuffer		*body;		/* a body being received, or */
+	uint8_t			*buf;		/* one of known length, whole */
+	size_t			 cap;		/* buf's size */
+	uint64_t		 got;		/* its bytes so far */
+	uint64_t		 held;		/* bytes counted for it, until
+						   the reply */
 	TAILQ_ENTRY(conn)	 entry;
 };
 
@@ -47,6 +53,9 @@ struct conns {
 	int64_t			 read_timeout;	/* --read-timeout, s */
 	int64_t			 fd_pause_until; /* ms: accept() hit the fd limit */
 	uint64_t		 fd_errors;	/* accept() failures, for the log */
+	struct conn		*last;		/* the last one found */
+	uint64_t		 body_max;	/* --max-body-memory, 0: none */
+	uint64_t		 body_bytes;	/* held by bodies in flight */
 };
 
 /* Monotonic ms. */
@@ -115,11 +124,29 @@ conns_find(struct conns *c, struct evhttp_request *req)
 	if (c == NULL || evcon == NULL ||
 	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL)
 		return NULL;
+	if (c->last != NULL && c->last->bev == bev)	/* a body's pieces */
+		return c->last;
 	TAILQ_FOREACH(conn, &c->list, entry) {
 		if (conn->bev == bev)
-			return conn;
+			return c->last = conn;
 	}
 	return NULL;
+}
+
+/* Gives back the bytes conn's body held. */
+static void
+conns_body_release(struct conns *c, struct conn *conn)
+{
+	if (conn->body != NULL) {
+		evbuffer_free(conn->body);
+		conn->body = NULL;
+	}
+	free(conn->buf);
+	conn->buf = NULL;
+	conn->cap = 0;
+	c->body_bytes -= conn->held;
+	conn->held = 0;
+	conn->got = 0;
 }
 
 /* A request arrived: its connection is no longer waiting. */
@@ -141,7 +168,121 @@ conns_request_done(struct conns *c, struct evhttp_request *req)
 	if (conn != NULL) {
 		conn->busy = 0;
 		conn->since = conns_now_ms();
+		conns_body_release(c, conn);
 	}
+}
+
+/* Would n more bytes of bodies pass the limit? */
+int
+conns_body_full(const struct conns *c, uint64_t n)
+{
+	return c != NULL && c->body_max != 0 && c->body_bytes + n > c->body_max;
+}
+
+/*
+ * Counts n more bytes for req's body (a chunked body's whole allowance,
+ * before libevent buffers a chunk). Returns 0, or -1 past the limit.
+ */
+int
+conns_body_reserve(struct conns *c, struct evhttp_request *req, uint64_t n)
+{
+	struct conn *conn = conns_find(c, req);
+
+	if (conn == NULL || conns_body_full(c, n))
+		return -1;
+	conn->held += n;
+	c->body_bytes += n;
+	return 0;
+}
+
+/*
+ * A piece of req's body arrived in piece; total is the body's length when
+ * known (Content-Length), else 0. Moves the piece to the connection's body
+ * if the bodies in flight stay within the limit. A body of known length is
+ * gathered into one buffer of that size, so the handler's contiguous view
+ * costs no second copy. Returns 0, or -1 (the piece is dropped and the
+ * body's bytes given back) past the limit.
+ */
+int
+conns_body_add(struct conns *c, struct evhttp_request *req,
+    struct evbuffer *piece, size_t total)
+{
+	struct conn *conn = conns_find(c, req);
+	size_t n = evbuffer_get_length(piece);
+	uint64_t need;
+
+	if (conn == NULL) {
+		evbuffer_drain(piece, n);
+		return -1;
+	}
+	if (conn->got + n > conn->held) {
+		need = conn->got + n - conn->held;
+		if (conns_body_full(c, need)) {
+			evbuffer_drain(piece, n);
+			conns_body_release(c, conn);
+			return -1;
+		}
+		conn->held += need;
+		c->body_bytes += need;
+	}
+	if (conn->got == 0 && total > 0 && conn->body == NULL) {
+		conn->buf = xmalloc(total);
+		conn->cap = total;
+	}
+	if (conn->buf != NULL && conn->got + n <= conn->cap) {
+		evbuffer_remove(piece, conn->buf + conn->got, n);
+	} else {
+		if (conn->body == NULL)
+			conn->body = evbuffer_new();
+		if (conn->buf != NULL) {	/* longer than announced */
+			evbuffer_add(conn->body, conn->buf, conn->got);
+			free(conn->buf);
+			conn->buf = NULL;
+		}
+		evbuffer_add_buffer(conn->body, piece);
+	}
+	conn->got += n;
+	return 0;
+}
+
+/* Frees a gathered body once its evbuffer lets go of it. */
+static void
+conns_body_free_cb(const void *data, size_t len, void *arg)
+{
+	free((void *)data);
+}
+
+/* Hands req's body received so far over to into (its bytes stay counted
+ * until the reply). */
+void
+conns_body_take(struct conns *c, struct evhttp_request *req,
+    struct evbuffer *into)
+{
+	struct conn *conn = conns_find(c, req);
+
+	if (conn == NULL)
+		return;
+	if (conn->buf != NULL) {
+		evbuffer_add_reference(into, conn->buf, conn->got,
+		    conns_body_free_cb, NULL);
+		conn->buf = NULL;
+		conn->cap = 0;
+	} else if (conn->body != NULL)
+		evbuffer_add_buffer(into, conn->body);
+}
+
+/* Sets the limit on bytes held by bodies in flight (0: none). */
+void
+conns_set_body_max(struct conns *c, uint64_t max)
+{
+	c->body_max = max;
+}
+
+/* Bytes held by bodies in flight. */
+uint64_t
+conns_body_bytes(const struct conns *c)
+{
+	return c != NULL ? c->body_bytes : 0;
 }
 
 /* True while evhttp still owns conn (it clears the callbacks on free). */
@@ -168,6 +309,9 @@ conns_sweep_cb(evutil_socket_t fd, short what, void *arg)
 		next = TAILQ_NEXT(conn, entry);
 		if (!conns_alive(conn) && now - conn->since > 50) {
 			/* evhttp has freed the connection */
+			conns_body_release(c, conn);
+			if (c->last == conn)
+				c->last = NULL;
 			TAILQ_REMOVE(&c->list, conn, entry);
 			bufferevent_decref(conn->bev);
 			free(conn);
@@ -264,6 +408,7 @@ conns_free(struct conns *c)
 	if (c == NULL)
 		return;
 	while ((conn = TAILQ_FIRST(&c->list)) != NULL) {
+		conns_body_release(c, conn);
 		TAILQ_REMOVE(&c->list, conn, entry);
 		bufferevent_decref(conn->bev);
 		free(conn);

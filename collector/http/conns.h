@@ -17,6 +17,7 @@
 #ifndef PROFD_CONNS_H
 #define PROFD_CONNS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct conns;
@@ -24,6 +25,7 @@ struct event_base;
 struct evhttp;
 struct evhttp_bound_socket;
 struct evhttp_request;
+struct evbuffer;
 
 /*
  * Tracks http's connections (call before binding): at most max open, and
@@ -42,6 +44,24 @@ void		 conns_request_started(struct conns *, struct evhttp_request *);
 void		 conns_request_done(struct conns *, struct evhttp_request *);
 /* Open connections now. */
 int		 conns_count(const struct conns *);
+/*
+ * Bodies in flight: pieces of a request's body are moved to its
+ * connection as they arrive and counted until the reply is sent (or the
+ * connection closes), within a limit (--max-body-memory; 0: none).
+ * conns_body_add returns -1 and drops the piece past the limit.
+ */
+void		 conns_set_body_max(struct conns *, uint64_t max);
+/* Counts n bytes for req's body ahead (-1 past the limit). */
+int		 conns_body_reserve(struct conns *, struct evhttp_request *,
+		    uint64_t n);
+int		 conns_body_add(struct conns *, struct evhttp_request *,
+		    struct evbuffer *piece, size_t total);
+/* Moves the body received so far into into (the request's buffer). */
+void		 conns_body_take(struct conns *, struct evhttp_request *,
+		    struct evbuffer *into);
+/* True if n more bytes would pass the limit. */
+int		 conns_body_full(const struct conns *, uint64_t n);
+uint64_t	 conns_body_bytes(const struct conns *);
 /* Open connections with reply bytes not yet written (shutdown waits). */
 int		 conns_unsent(const struct conns *);
 

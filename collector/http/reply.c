@@ -33,9 +33,11 @@ reply_reason(int code)
 	case 405: return "Method Not Allowed";
 	case 408: return "Request Timeout";
 	case 413: return "Payload Too Large";
+	case 417: return "Expectation Failed";
 	case 422: return "Unprocessable Entity";
 	case 499: return "Client Closed Request";
 	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
 	case 507: return "Insufficient Storage";
 	}
@@ -51,7 +53,7 @@ reply_send(struct env *env, struct evhttp_request *req, int code,
 
 	metrics_request_end(env->metrics, req, code);
 	conns_request_done(env->conns, req);
-	if (env->stopping)
+	if (env->stopping && evhttp_find_header(h, "Connection") == NULL)
 		evhttp_add_header(h, "Connection", "close");
 	if (code == 503)
 		evhttp_add_header(h, "Retry-After", "1");

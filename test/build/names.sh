@@ -10,7 +10,8 @@
 #    defines) gets by. (File-local variables are not checked.)
 # Exceptions, by file: common/xmalloc.c (the x* allocation wrappers),
 # agent/agent.c (the public profd_agent_* beside agent_*), agent/exec.c
-# (the exec family it interposes), collector/main.c (main).
+# (the exec family it interposes), collector/http/evhooks.c (the two
+# libevent functions it interposes), collector/main.c (main).
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 src=${top_srcdir:-.}
 bld=${top_builddir:-.}
@@ -27,6 +28,8 @@ prefix_ok() {
 	agent/exec.c:execvp|agent/exec.c:execvpe|agent/exec.c:execl|\
 	agent/exec.c:execlp|agent/exec.c:execle|agent/exec.c:fexecve|\
 	agent/exec.c:execveat) return 0 ;;
+	collector/http/evhooks.c:evhttp_request_new|\
+	collector/http/evhooks.c:evhttp_send_error) return 0 ;;
 	collector/main.c:main) return 0 ;;
 	esac
 	[ "$n" = "$b" ] || [ "${n#"${b}"_}" != "$n" ]
