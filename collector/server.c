@@ -8,6 +8,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -35,6 +36,11 @@
 #include "common/pool.h"
 #include "common/xmalloc.h"
 #include "storage/store.h"
+
+/* Free heap bytes past which the loop gives memory back (server_give_back). */
+#define SERVER_TRIM_FREE	((size_t)32 * 1024 * 1024)
+/* Blocks from this size on get their own mapping (server_start). */
+#define SERVER_MMAP_THRESHOLD	(1024 * 1024)
 
 /* True if host is a loopback address or name. */
 static int
@@ -139,13 +145,29 @@ server_notify_start(struct server *srv)
 	    (long long)(usec / 1000));
 }
 
-/* Loop timer: cancels jobs whose clients went away. */
+/*
+ * After a burst (a flood of bodies, big inflates, merges) glibc keeps the
+ * freed memory in its arenas; give it back to the system once more than
+ * SERVER_TRIM_FREE bytes lie free, so RSS returns near its resting level.
+ */
+static void
+server_give_back(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	if (mi.fordblks > SERVER_TRIM_FREE)
+		malloc_trim(0);
+}
+
+/* Loop timer: cancels jobs whose clients went away; gives memory back. */
 static void
 server_watch_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
 
 	httpjob_check_watched(&srv->env);
+	if (++srv->watch_ticks % 4 == 0)	/* each second */
+		server_give_back();
 }
 
 /* Splits "host:port" or "[v6]:port". */
@@ -226,6 +248,7 @@ server_bind(struct server *srv, const char *host, int port, char **cause)
 	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
 	srv->env.conns = conns_new(srv->env.base, srv->http,
 	    cfg->max_connections, cfg->read_timeout);
+	conns_set_body_max(srv->env.conns, cfg->max_body_memory);
 	if ((srv->router = router_new(&srv->env, srv->http, cfg->auth_file,
 	    cause)) == NULL)
 		return -1;
@@ -313,6 +336,11 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	int port = 0;
 
 	memset(srv, 0, sizeof *srv);
+	/* Bodies, inflated profiles and merges come and go in megabytes: map
+	 * each such block on its own so that freeing it returns it at once
+	 * (glibc would otherwise raise its threshold after the first free
+	 * and keep later ones in the heap, fragmenting it). */
+	mallopt(M_MMAP_THRESHOLD, SERVER_MMAP_THRESHOLD);
 	srv->cfg = cfg;
 	env->cfg = cfg;
 	env->metrics = metrics_new();

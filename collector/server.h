@@ -29,6 +29,7 @@ struct server {
 	struct event			*sig_int;
 	struct event			*sig_hup;
 	struct event			*watch_timer;	/* client-gone checks */
+	unsigned			 watch_ticks;
 	struct event			*drain_timer;	/* shutdown progress */
 	struct event			*watchdog_timer; /* systemd WATCHDOG=1 */
 	int64_t				 drain_deadline_ns;
