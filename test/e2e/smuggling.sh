@@ -8,33 +8,6 @@
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 command -v python3 >/dev/null || skip_all "python3 not installed"
 
-# raw FILE: sends FILE's bytes on one connection and prints
-# "RESPONSES STATUSES STATE" (STATE closed: profd closed the connection
-# within 2s; open: it did not). The replies go to $T_TMP/raw.out.
-raw() {
-	python3 - "$port" "$1" 2>"$T_TMP/raw.out" <<'PY'
-import re, socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-s.sendall(open(sys.argv[2], "rb").read())
-data, state, end = b"", "open", time.time() + 2
-while time.time() < end:
-    s.settimeout(max(0.05, end - time.time()))
-    try:
-        b = s.recv(65536)
-    except socket.timeout:
-        break
-    except ConnectionResetError:
-        state = "closed"
-        break
-    if not b:
-        state = "closed"
-        break
-    data += b
-codes = [c.decode() for c in re.findall(rb"HTTP/1\.[01] (\d{3}) ", data)]
-print(len(codes), ",".join(codes) or "-", state)
-sys.stderr.write(data.decode("latin-1"))
-PY
-}
 SMUGGLED='GET /api/0/version HTTP/1.1\r\nHost: x\r\n\r\n'
 req=$T_TMP/req
 W='from=2020-01-01T00:00:00&to=2100-01-01T00:00:00'

@@ -107,6 +107,14 @@ upload() {
 	    -H 'Content-Type: application/octet-stream' "$@"
 }
 
+# raw FILE [WAIT]: sends FILE's bytes to the daemon on one connection and
+# prints "RESPONSES STATUSES STATE" (test/lib/rawhttp.py); the replies go
+# to $T_TMP/raw.out.
+raw() {
+	python3 "${top_srcdir:-.}/test/lib/rawhttp.py" "${PROFD_URL##*:}" \
+	    "$@" 2>"$T_TMP/raw.out"
+}
+
 _cleanup() {
 	[ -n "$PROFD_PID" ] && kill -KILL "$PROFD_PID" 2>/dev/null
 	rm -rf "$T_TMP"
