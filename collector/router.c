@@ -18,6 +18,7 @@
 
 #include "collector/api/api_info.h"
 #include "collector/api/api_merge.h"
+#include "collector/api/api_merge_post.h"
 #include "collector/api/api_ops.h"
 #include "collector/api/api_profiles.h"
 #include "collector/api/params.h"
@@ -61,8 +62,8 @@ static const struct router_route router_routes[] = {
 	    METRICS_ROUTE_LIST, METRICS_ROUTE_UPLOAD },
 	{ "/api/0/profiles/", api_profiles_list, api_profiles_upload,
 	    METRICS_ROUTE_LIST, METRICS_ROUTE_UPLOAD },
-	{ "/api/0/profiles/merge", api_merge_query, NULL, METRICS_ROUTE_MERGE,
-	    0 },
+	{ "/api/0/profiles/merge", api_merge_query, api_merge_post,
+	    METRICS_ROUTE_MERGE, METRICS_ROUTE_GET_MERGED },
 	{ "/api/0/services", api_info_services, NULL, METRICS_ROUTE_SERVICES,
 	    0 },
 	{ "/api/0/labels", api_info_labels, NULL, METRICS_ROUTE_LABELS, 0 },
@@ -268,7 +269,7 @@ router_screen(struct router *rt, struct evhttp_request *req,
 	else if (s->path == NULL)
 		router_refuse(s, 400, "bad request path");
 	else if (rt->auth != NULL && strncmp(s->path, "/api/", 5) == 0 &&
-	    (router_authorize(rt, req, method == EVHTTP_REQ_POST ?
+	    (router_authorize(rt, req, s->d.name == METRICS_ROUTE_UPLOAD ?
 	    AUTH_WRITE : AUTH_READ, s), s->code != 0))
 		return;
 	else if (s->d.fn == NULL && s->d.ids_fn == NULL) {

@@ -9,6 +9,9 @@
 # 3. A window merge (GET /api/0/profiles/merge) merges the profiles of the
 #    most common sample types and leaves out the others, counting them in
 #    X-Profd-Merge-Mismatched; an explicit id list keeps its 422.
+# 4. POST /api/0/profiles/merge takes the id list in the body (a form field
+#    or plain text), for lists too long for a URL: the same merge as the
+#    id+id form, for 4,000 ids where the URL form fails.
 
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 
@@ -114,5 +117,33 @@ is "$HTTP_CODE" 422 "GET of the id list of all four: still 422"
 req GET "/api/0/profiles/merge?service=s&type=cpu&$W&limit=1"
 is "$HTTP_CODE" 200 "a window of one profile: 200"
 is "$(hdr X-Profd-Merge-Mismatched)" "" "... without X-Profd-Merge-Mismatched"
+
+# --- 4. POST an id list ---------------------------------------------------
+cpu=${ids%+*}
+req GET "/api/0/profiles/$cpu"
+cp "$T_TMP/out" "$T_TMP/get.pb.gz"
+HTTP_CODE=$(curl -s -o "$T_TMP/post.pb.gz" -w '%{http_code}' \
+    --data "ids=$cpu" "$PROFD_URL/api/0/profiles/merge")
+is "$HTTP_CODE" 200 "POST merge with ids=ID+ID+ID as a form: 200"
+check "... the same bytes as GET /api/0/profiles/ID+ID+ID" cmp -s "$T_TMP/get.pb.gz" "$T_TMP/post.pb.gz"
+printf '%s\n' "$cpu" | tr + '\n' > "$T_TMP/list"
+HTTP_CODE=$(curl -s -o "$T_TMP/post2.pb.gz" -w '%{http_code}' -H 'Content-Type: text/plain' \
+    --data-binary "@$T_TMP/list" "$PROFD_URL/api/0/profiles/merge")
+is "$HTTP_CODE" 200 "POST merge with one id per line: 200"
+check "... the same bytes" cmp -s "$T_TMP/get.pb.gz" "$T_TMP/post2.pb.gz"
+HTTP_CODE=$(curl -s -o "$T_TMP/e" -w '%{http_code}' --data "ids=" "$PROFD_URL/api/0/profiles/merge")
+is "$HTTP_CODE" 400 "POST merge without ids: 400"
+HTTP_CODE=$(curl -s -o "$T_TMP/e" -w '%{http_code}' --data "ids=nope+$cpu" "$PROFD_URL/api/0/profiles/merge")
+is "$HTTP_CODE" 400 "POST merge with a malformed id: 400"
+long=$(for i in $(seq 1 1334); do printf '%s+' "$cpu"; done)
+long=${long%+}
+req GET "/api/0/profiles/$long"
+check "4,002 ids in the URL: refused ($HTTP_CODE)" [ "$HTTP_CODE" -ge 400 ]
+HTTP_CODE=$(curl -s -o "$T_TMP/long.pb.gz" -w '%{http_code}' --max-time 60 \
+    --data "ids=$long" "$PROFD_URL/api/0/profiles/merge")
+is "$HTTP_CODE" 200 "the same 4,002 ids POSTed: 200"
+one=$(go tool pprof -raw "$T_TMP/get.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {t+=$1} END{print t}')
+all=$(go tool pprof -raw "$T_TMP/long.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {t+=$1} END{print t}')
+is "$all" "$((one * 1334))" "... each counted: the sample total is 1,334 times the three's"
 
 done_testing
