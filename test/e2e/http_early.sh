@@ -33,7 +33,7 @@ envelope() {
 cat > "$T_TMP/tokens" <<'EOF'
 good-token admin
 EOF
-profd_start --auth-file "$T_TMP/tokens" --max-body 8M ||
+profd_start --auth-file "$T_TMP/tokens" ||
     { not_ok "profd starts"; done_testing; }
 port=${PROFD_URL##*:}
 H='Host: x\r\n'
@@ -59,9 +59,9 @@ is "$(raw "$req")" "1 405 closed" "PUT with a 32 MiB body: 405 before the body, 
 check "... with Allow" grep -qi '^Allow: GET, POST' "$T_TMP/raw.out"
 
 # 3. A body over --max-body: 413 naming the flag, before the body.
-printf "${UP}Authorization: Bearer good-token\r\nContent-Length: 9000000\r\n\r\n" > "$req"
+printf "${UP}Authorization: Bearer good-token\r\nContent-Length: 40000000\r\n\r\n" > "$req"
 is "$(raw "$req")" "1 413 closed" "Content-Length over --max-body: 413 before the body, closed"
-check "... naming --max-body" grep -q '"error":"request body of 9000000 bytes is larger than --max-body (8388608)"' "$T_TMP/raw.out"
+check "... naming --max-body" grep -q '"error":"request body of 40000000 bytes is larger than --max-body (33554432)"' "$T_TMP/raw.out"
 
 # 4. Expect: 100-continue with a wrong token: 401 and no 100 Continue.
 printf "${UP}Authorization: Bearer wrong-token\r\nExpect: 100-continue\r\nContent-Length: 4000000\r\n\r\n" > "$req"
@@ -99,7 +99,7 @@ is "$HTTP_CODE" 200 "a chunked upload of a real profile: 200"
 id=$(printf '%s' "$BODY" | jq -r '.body.id')
 curl -s -H 'Authorization: Bearer good-token' -o "$T_TMP/back" "$PROFD_URL/api/0/profiles/$id"
 check "... reads back byte-identical" cmp -s "$prof" "$T_TMP/back"
-head -c 9000000 /dev/urandom > "$T_TMP/big"
+head -c 34000000 /dev/urandom > "$T_TMP/big"
 api "/api/0/profiles?service=early&type=cpu" -H 'Authorization: Bearer good-token' \
     -H 'Transfer-Encoding: chunked' --data-binary "@$T_TMP/big" >/dev/null
 is "$HTTP_CODE" 413 "a chunked body over --max-body: 413"
