@@ -37,6 +37,7 @@ reply_reason(int code)
 	case 499: return "Client Closed Request";
 	case 500: return "Internal Server Error";
 	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
 	case 507: return "Insufficient Storage";
 	}
 	return "Unknown";
