@@ -25,7 +25,7 @@ struct env {
 	struct pool		*pool;		/* CPU work: uploads, queries */
 	struct pool		*merge_pool;	/* merges, never ahead of pool's */
 	struct pool		*io_pool;	/* blocking writes */
-	struct pool		*ops_pool;	/* /healthz's store check */
+	struct pool		*ops_pool;	/* /healthz, /metrics store work */
 	struct metrics		*metrics;
 	struct conns		*conns;		/* open connections */
 

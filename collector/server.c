@@ -36,7 +36,7 @@
 #include "common/xmalloc.h"
 #include "storage/store.h"
 
-#define SERVER_OPS_QUEUE	64	/* /healthz checks waiting */
+#define SERVER_OPS_QUEUE	64	/* /healthz, /metrics jobs waiting */
 
 /* True if host is a loopback address or name. */
 static int
@@ -343,8 +343,9 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	 * upload or a query never waits behind one: the kernel shares the
 	 * cores between the two pools. --max-merges bounds the merges
 	 * admitted (httpjob_submit_merge), so the merge queue needs no bound
-	 * of its own (its helper jobs are never refused). /healthz checks
-	 * the store on a thread of its own for the same reason.
+	 * of its own (its helper jobs are never refused). /healthz and
+	 * /metrics do their store work on a thread of their own for the same
+	 * reason.
 	 */
 	env->pool = pool_new(env->base, (int)cfg->workers, (int)cfg->max_queue);
 	env->merge_pool = pool_new(env->base, (int)cfg->workers, INT32_MAX);

@@ -1,18 +1,22 @@
 /*
  * GET /metrics and GET /healthz.
  *
- * A scrape reads the store's totals on a worker (the store may not be
- * touched from the loop) and renders everything else on the loop, where the
- * request counters live. When the pool refuses the job (queue full) the
- * scrape is answered at once from the totals cached by the last one: an
- * overloaded daemon is exactly when its metrics matter.
+ * Both do their store work on env->ops_pool, a thread of their own where
+ * no request work ever queues, so neither waits behind uploads, queries
+ * or merges.
+ *
+ * A scrape reads the store's totals there (the store may not be touched
+ * from the loop; the totals are kept by the store, so this is cheap) and
+ * renders everything else on the loop, where the request counters live.
+ * When the pool refuses the job (queue full) the scrape is answered at
+ * once from the totals cached by the last one: an overloaded daemon is
+ * exactly when its metrics matter.
  *
  * A health check says whether the daemon is alive and serving, not whether
  * a pool is busy: a daemon whose every merge worker is taken, or whose CPU
  * queue is long, still answers 200. It proves the loop (it answers at all)
- * and the store: a job on a thread of its own (env->ops_pool, where no
- * request work ever queues) looks up an id that cannot exist, a real
- * indexed SELECT, within API_OPS_HEALTHZ_TIMEOUT_MS. 503 only while
+ * and the store: a job on the ops pool looks up an id that cannot exist, a
+ * real indexed SELECT, within API_OPS_HEALTHZ_TIMEOUT_MS. 503 only while
  * stopping (the router says so) or when the store fails or does not
  * answer in time. When the timer wins, the 503 goes out and the late job
  * only frees itself.
@@ -42,6 +46,13 @@ struct api_ops_scrape {
 	struct evhttp_request	*req;
 	char			*cause;	/* store_totals failed */
 };
+
+/* The pool for the store work of /metrics and /healthz. */
+static struct pool *
+api_ops_pool(struct env *env)
+{
+	return env->ops_pool != NULL ? env->ops_pool : env->pool;
+}
 
 /* Renders the metrics and replies (loop thread). */
 static void
@@ -102,7 +113,7 @@ api_ops_metrics(struct env *env, struct evhttp_request *req,
 	s->pj.done = api_ops_scrape_done;
 	s->env = env;
 	s->req = req;
-	if (pool_submit(env->pool, &s->pj) == 0)
+	if (pool_submit(api_ops_pool(env), &s->pj) == 0)
 		return;
 	free(s);
 	api_ops_metrics_reply(env, req);	/* cached totals */
@@ -176,7 +187,7 @@ api_ops_healthz(struct env *env, struct evhttp_request *req,
 	struct api_ops_health *h = xcalloc(1, sizeof *h);
 	struct timeval tv = { API_OPS_HEALTHZ_TIMEOUT_MS / 1000,
 	    API_OPS_HEALTHZ_TIMEOUT_MS % 1000 * 1000 };
-	struct pool *pool = env->ops_pool != NULL ? env->ops_pool : env->pool;
+	struct pool *pool = api_ops_pool(env);
 
 	h->pj.work = api_ops_health_work;
 	h->pj.done = api_ops_health_done;
