@@ -53,8 +53,12 @@ static const struct config_option config_options[] = {
 	    "labels per profile (default 64)" },
 	{ "max-merge-profiles", CONFIG_INT, OFF(max_merge_profiles), 1,
 	    10000000, "profiles in one merge (default 10000)" },
+	{ "max-merges", CONFIG_INT, OFF(max_merges), 1, 1024,
+	    "merges at once, on their own threads, before 503 (default: "
+	    "cores)" },
 	{ "request-timeout", CONFIG_INT, OFF(request_timeout), 1, 86400,
-	    "seconds a request may take (default 60)" },
+	    "seconds a request may take, then 503/504 and its work is "
+	    "cancelled (default 60)" },
 	{ "read-timeout", CONFIG_INT, OFF(read_timeout), 1, 86400,
 	    "seconds to receive a request (default 60)" },
 	{ "max-connections", CONFIG_INT, OFF(max_connections), 1, 1000000,
@@ -88,6 +92,7 @@ config_defaults(struct config *c)
 	c->max_inflated = 256 * 1024 * 1024;
 	c->max_labels = 64;
 	c->max_merge_profiles = 10000;
+	c->max_merges = cores > 0 ? cores : 2;
 	c->request_timeout = 60;
 	c->read_timeout = 60;
 	c->max_connections = 1024;

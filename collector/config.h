@@ -23,6 +23,7 @@ struct config {
 	uint64_t	 max_inflated;
 	int64_t		 max_labels;
 	int64_t		 max_merge_profiles;
+	int64_t		 max_merges;		/* merges running at once */
 	int64_t		 request_timeout;	/* seconds */
 	int64_t		 read_timeout;		/* seconds */
 	int64_t		 max_connections;

@@ -22,13 +22,17 @@ struct env {
 	const struct config	*cfg;
 	struct event_base	*base;		/* the loop */
 	struct store		*store;
-	struct pool		*pool;		/* CPU work */
+	struct pool		*pool;		/* CPU work: uploads, queries */
+	struct pool		*merge_pool;	/* merges, never ahead of pool's */
 	struct pool		*io_pool;	/* blocking writes */
+	struct pool		*ops_pool;	/* /healthz, /metrics store work */
 	struct metrics		*metrics;
 	struct conns		*conns;		/* open connections */
 
 	/* HTTP bookkeeping, loop thread only. */
 	int			 stopping;	/* SIGTERM: answer 503 */
+	int			 merges;	/* merge jobs admitted and not
+						   finished (--max-merges) */
 	TAILQ_HEAD(, httpjob)	 watched;	/* jobs to cancel if the
 						   client goes away */
 };

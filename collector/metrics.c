@@ -73,6 +73,8 @@ struct metrics {
 	uint64_t		 uploads;
 	uint64_t		 upload_bytes;
 	uint64_t		 rejected[METRICS_NREASONS];
+	uint64_t		 merges_refused;	/* --max-merges */
+	uint64_t		 timeouts[2];	/* running, queued */
 	int64_t			 start_time_ns;
 
 	/* Written by workers. */
@@ -261,6 +263,20 @@ metrics_set_totals(struct metrics *m, int64_t profiles, int64_t bytes)
 	atomic_store(&m->totals_known, 1);
 }
 
+/* Counts a merge refused at the --max-merges cap. */
+void
+metrics_merge_refused(struct metrics *m)
+{
+	m->merges_refused++;
+}
+
+/* Counts a request answered by its --request-timeout. */
+void
+metrics_request_timeout(struct metrics *m, int queued)
+{
+	m->timeouts[queued ? 1 : 0]++;
+}
+
 /* Counts merge inputs left out: gone since listed, or damaged. */
 void
 metrics_merge_skipped(struct metrics *m, uint64_t deleted, uint64_t damaged)
@@ -401,6 +417,34 @@ metrics_render(struct metrics *m, const struct metrics_gauges *g, FILE *f)
 	fprintf(f, "profd_worker_jobs_inflight %d\n", g->inflight);
 	metrics_head(f, "profd_workers", "gauge", "Worker threads.");
 	fprintf(f, "profd_workers %d\n", g->workers);
+	metrics_head(f, "profd_merge_queue_depth", "gauge",
+	    "Merge pool jobs (merges and their helpers) waiting for a "
+	    "merge worker.");
+	fprintf(f, "profd_merge_queue_depth %d\n", g->merge_queued);
+	metrics_head(f, "profd_merge_jobs_inflight", "gauge",
+	    "Merge pool jobs accepted and not yet completed.");
+	fprintf(f, "profd_merge_jobs_inflight %d\n", g->merge_inflight);
+	metrics_head(f, "profd_merge_workers", "gauge",
+	    "Merge worker threads.");
+	fprintf(f, "profd_merge_workers %d\n", g->merge_workers);
+	metrics_head(f, "profd_merges_running", "gauge",
+	    "Merge requests admitted and not finished (at most "
+	    "profd_merges_max).");
+	fprintf(f, "profd_merges_running %d\n", g->merges);
+	metrics_head(f, "profd_merges_max", "gauge",
+	    "Configured --max-merges.");
+	fprintf(f, "profd_merges_max %d\n", g->max_merges);
+	metrics_head(f, "profd_merges_refused_total", "counter",
+	    "Merge requests refused with 503 at --max-merges.");
+	fprintf(f, "profd_merges_refused_total %llu\n",
+	    (unsigned long long)m->merges_refused);
+	metrics_head(f, "profd_request_timeouts_total", "counter",
+	    "Requests answered at --request-timeout, by whether their work "
+	    "had started (running: cancelled) or was still queued.");
+	fprintf(f, "profd_request_timeouts_total{state=\"running\"} %llu\n",
+	    (unsigned long long)m->timeouts[0]);
+	fprintf(f, "profd_request_timeouts_total{state=\"queued\"} %llu\n",
+	    (unsigned long long)m->timeouts[1]);
 
 	metrics_head(f, "profd_merge_inputs_skipped_total", "counter",
 	    "Merge inputs left out: deleted since listed, or damaged "

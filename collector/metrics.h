@@ -37,6 +37,12 @@ struct metrics_gauges {
 	int	inflight;	/* jobs accepted and not completed */
 	int	workers;
 	int64_t	retention_ns;	/* 0: keep forever */
+	/* The merge pool (--max-merges). */
+	int	merge_queued;	/* merges and helper jobs waiting */
+	int	merge_inflight;	/* merge pool jobs not completed */
+	int	merge_workers;
+	int	merges;		/* merge requests admitted, not finished */
+	int	max_merges;
 };
 
 struct metrics;
@@ -66,6 +72,11 @@ void	metrics_retention_sweep(struct metrics *, int failed,
 /* Any thread: a merge left out inputs (deleted since listed, damaged). */
 void	metrics_merge_skipped(struct metrics *, uint64_t deleted,
 	    uint64_t damaged);
+/* Loop thread: a merge was refused at --max-merges. */
+void	metrics_merge_refused(struct metrics *);
+/* Loop thread: a request was answered at --request-timeout; queued: it
+ * had not started. */
+void	metrics_request_timeout(struct metrics *, int queued);
 /* Any thread: n profiles deleted by retention so far in a sweep. */
 void	metrics_retention_deleted(struct metrics *, uint64_t n);
 

@@ -41,6 +41,7 @@
 #define SERVER_TRIM_FREE	((size_t)32 * 1024 * 1024)
 /* Blocks from this size on get their own mapping (server_start). */
 #define SERVER_MMAP_THRESHOLD	(1024 * 1024)
+#define SERVER_OPS_QUEUE	64	/* /healthz, /metrics jobs waiting */
 
 /* True if host is a loopback address or name. */
 static int
@@ -56,7 +57,9 @@ server_drain_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
 	struct env *env = &srv->env;
-	int inflight = pool_inflight(env->pool) + pool_inflight(env->io_pool);
+	int inflight = pool_inflight(env->pool) +
+	    pool_inflight(env->merge_pool) + pool_inflight(env->io_pool) +
+	    pool_inflight(env->ops_pool);
 	int unsent = conns_unsent(env->conns);
 
 	httpjob_check_watched(env);
@@ -89,7 +92,7 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 	}
 	log_info("%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	notify_send("STOPPING=1\nSTATUS=shutting down: finishing %d jobs",
-	    pool_inflight(srv->env.pool));
+	    pool_inflight(srv->env.pool) + srv->env.merges);
 	srv->env.stopping = 1;
 	retention_stop(srv->retention);
 	if (srv->sock != NULL) {
@@ -305,7 +308,9 @@ server_fit_fd_limit(struct config *cfg)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return;
-	reserve = (rlim_t)(32 + 3 * (cfg->workers + cfg->io_threads + 2) +
+	/* Each thread may hold a reader connection and a blob: the CPU and
+	 * merge pools (--workers each), the I/O pool, /healthz's thread. */
+	reserve = (rlim_t)(32 + 3 * (2 * cfg->workers + cfg->io_threads + 3) +
 	    cfg->io_threads);
 	need = (rlim_t)cfg->max_connections + reserve;
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
@@ -360,16 +365,28 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 		free(host);
 		return -1;
 	}
+	/*
+	 * Merges get threads of their own, as many as the CPU pool, so an
+	 * upload or a query never waits behind one: the kernel shares the
+	 * cores between the two pools. --max-merges bounds the merges
+	 * admitted (httpjob_submit_merge), so the merge queue needs no bound
+	 * of its own (its helper jobs are never refused). /healthz and
+	 * /metrics do their store work on a thread of their own for the same
+	 * reason.
+	 */
 	env->pool = pool_new(env->base, (int)cfg->workers, (int)cfg->max_queue);
+	env->merge_pool = pool_new(env->base, (int)cfg->workers, INT32_MAX);
 	env->io_pool = pool_new(env->base, (int)cfg->io_threads, INT32_MAX);
+	env->ops_pool = pool_new(env->base, 1, SERVER_OPS_QUEUE);
 	if (server_bind(srv, host, port, cause) < 0) {
 		free(host);
 		return -1;
 	}
 	free(host);
 	server_add_events(srv);
-	log_info("listening on %s (data %s, %d workers)", srv->listen_name,
-	    cfg->data_dir, (int)cfg->workers);
+	log_info("listening on %s (data %s, %d workers, %d merge workers, "
+	    "max %d merges)", srv->listen_name, cfg->data_dir,
+	    (int)cfg->workers, (int)cfg->workers, (int)cfg->max_merges);
 	srv->retention = retention_new(env->base, env->pool, env->store,
 	    env->metrics, cfg->retention_ns, cfg->retention_interval_ns);
 	server_notify_start(srv);
@@ -404,9 +421,13 @@ server_free(struct server *srv)
 	retention_stop(srv->retention);
 	if (env->pool != NULL)
 		pool_free(env->pool);	/* runs last done()s: replies */
+	if (env->merge_pool != NULL)
+		pool_free(env->merge_pool);
 	retention_free(srv->retention);
 	if (env->io_pool != NULL)
 		pool_free(env->io_pool);
+	if (env->ops_pool != NULL)
+		pool_free(env->ops_pool);
 	if (srv->http != NULL)
 		evhttp_free(srv->http);
 	conns_free(env->conns);

@@ -8,7 +8,9 @@
  * once and runs each done() on the loop thread, as memcached's thread.c and
  * redis's bio.c do. Only the loop thread ever touches evhttp objects. A job
  * whose work() names a next pool goes straight to that pool's queue (a
- * CPU phase handing over to an I/O phase) without a trip to the loop.
+ * CPU phase handing over to an I/O phase) without a trip to the loop. The
+ * loop may take a job back while it still waits in a queue
+ * (pool_withdraw): each job records the pool whose queue holds it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -77,6 +79,7 @@ pool_worker(void *arg)
 			break;		/* stopping and drained */
 		TAILQ_REMOVE(&pool->queue, job, entry);
 		pool->nqueued--;
+		__atomic_store_n(&job->waiting_in, NULL, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&pool->lock);
 
 		job->work(job);
@@ -133,6 +136,7 @@ static void
 pool_enqueue(struct pool *pool, struct pool_job *job)
 {
 	TAILQ_INSERT_TAIL(&pool->queue, job, entry);
+	__atomic_store_n(&job->waiting_in, pool, __ATOMIC_RELEASE);
 	pool->nqueued++;
 	pool->inflight++;
 	pthread_cond_signal(&pool->cond);
@@ -160,6 +164,31 @@ pool_submit_force(struct pool *pool, struct pool_job *job)
 	pthread_mutex_lock(&pool->lock);
 	pool_enqueue(pool, job);
 	pthread_mutex_unlock(&pool->lock);
+}
+
+/*
+ * Takes a queued job back. Only the holder of a pool's lock changes
+ * waiting_in away from that pool, so seeing it still there under the lock
+ * means the job is in that queue.
+ */
+int
+pool_withdraw(struct pool_job *job)
+{
+	struct pool *pool = __atomic_load_n(&job->waiting_in, __ATOMIC_ACQUIRE);
+	int rc = -1;
+
+	if (pool == NULL)
+		return -1;
+	pthread_mutex_lock(&pool->lock);
+	if (__atomic_load_n(&job->waiting_in, __ATOMIC_ACQUIRE) == pool) {
+		TAILQ_REMOVE(&pool->queue, job, entry);
+		__atomic_store_n(&job->waiting_in, NULL, __ATOMIC_RELEASE);
+		pool->nqueued--;
+		pool->inflight--;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return rc;
 }
 
 /* Jobs waiting for a worker. */

@@ -1,9 +1,11 @@
 /*
  * Merged downloads: GET /api/0/profiles/merge?service=&type=&... and
- * GET /api/0/profiles/{id1}+{id2}+... Both find their inputs on a worker
- * and then call merge_run, which spreads the merge over the pool and
- * returns one gzipped pprof. The job is watched, so a client that goes away
- * cancels the merge.
+ * GET /api/0/profiles/{id1}+{id2}+... Both find their inputs on a merge
+ * worker and then call merge_run, which spreads the merge over the merge
+ * pool (never the pool uploads and queries use) and returns one gzipped
+ * pprof; past --max-merges running merges a merge gets 503. The job is
+ * watched, so a client that goes away cancels the merge, as does
+ * --request-timeout. A HEAD merges nothing: it runs on the common pool.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -139,7 +141,8 @@ api_merge_ids_run(struct httpjob *job, struct api_merge_args *ma)
 	char *cause = NULL;
 	int code = 500, rc;
 
-	rc = merge_run(job->env->pool, ma->nids, api_merge_fetch_blob, &mf,
+	rc = merge_run(job->env->merge_pool != NULL ? job->env->merge_pool :
+	    job->env->pool, ma->nids, api_merge_fetch_blob, &mf,
 	    job->env->cfg->max_inflated, &job->cancelled, &out, &outlen,
 	    &skips, &code, &cause);
 	api_merge_report_skips(job, &skips);
@@ -313,6 +316,17 @@ api_merge_query_work(struct httpjob *job)
 		api_merge_ids_run(job, ma);
 }
 
+/* Queues a merge on the merge pool, a HEAD (no merge) on the common one. */
+static void
+api_merge_submit(struct httpjob *job, struct api_merge_args *ma)
+{
+	httpjob_watch(job);
+	if (ma->head)
+		httpjob_submit(job);
+	else
+		httpjob_submit_merge(job);
+}
+
 /* GET /api/0/profiles/merge */
 void
 api_merge_query(struct env *env, struct evhttp_request *req,
@@ -339,8 +353,7 @@ api_merge_query(struct env *env, struct evhttp_request *req,
 	ma->filename = api_merge_filename(ma->qa.service, ma->qa.type);
 	ma->head = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD;
 	job = httpjob_new(env, req, api_merge_query_work, ma, api_merge_args_free);
-	httpjob_watch(job);
-	httpjob_submit(job);
+	api_merge_submit(job, ma);
 }
 
 /* Worker: checks that every id exists and can be merged, then merges. */
@@ -436,6 +449,5 @@ api_merge_ids(struct env *env, struct evhttp_request *req,
 	}
 	ma->head = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD;
 	job = httpjob_new(env, req, api_merge_ids_work, ma, api_merge_args_free);
-	httpjob_watch(job);
-	httpjob_submit(job);
+	api_merge_submit(job, ma);
 }

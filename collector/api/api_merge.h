@@ -1,7 +1,7 @@
 /*
  * Merged downloads: by query (service, type, time range, labels) or by a
- * list of ids. Both run as watched jobs, so a client that goes away
- * cancels the merge.
+ * list of ids. Both run as watched jobs on the merge pool, at most
+ * --max-merges at once, so a client that goes away cancels the merge.
  */
 #ifndef PROFD_API_MERGE_H
 #define PROFD_API_MERGE_H

@@ -1,17 +1,25 @@
 /*
  * GET /metrics and GET /healthz.
  *
- * A scrape reads the store's totals on a worker (the store may not be
- * touched from the loop) and renders everything else on the loop, where the
- * request counters live. When the pool refuses the job (queue full) the
- * scrape is answered at once from the totals cached by the last one: an
- * overloaded daemon is exactly when its metrics matter.
+ * Both do their store work on env->ops_pool, a thread of their own where
+ * no request work ever queues, so neither waits behind uploads, queries
+ * or merges.
  *
- * A health check proves the three parts a request needs: the loop (it
- * answers at all), the pool (a job runs within API_OPS_HEALTHZ_TIMEOUT_MS)
- * and the store (that job looks up an id that cannot exist, a real indexed
- * SELECT). When the timer wins, the 503 goes out and the late job only
- * frees itself.
+ * A scrape reads the store's totals there (the store may not be touched
+ * from the loop; the totals are kept by the store, so this is cheap) and
+ * renders everything else on the loop, where the request counters live.
+ * When the pool refuses the job (queue full) the scrape is answered at
+ * once from the totals cached by the last one: an overloaded daemon is
+ * exactly when its metrics matter.
+ *
+ * A health check says whether the daemon is alive and serving, not whether
+ * a pool is busy: a daemon whose every merge worker is taken, or whose CPU
+ * queue is long, still answers 200. It proves the loop (it answers at all)
+ * and the store: a job on the ops pool looks up an id that cannot exist, a
+ * real indexed SELECT, within API_OPS_HEALTHZ_TIMEOUT_MS. 503 only while
+ * stopping (the router says so) or when the store fails or does not
+ * answer in time. When the timer wins, the 503 goes out and the late job
+ * only frees itself.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +47,13 @@ struct api_ops_scrape {
 	char			*cause;	/* store_totals failed */
 };
 
+/* The pool for the store work of /metrics and /healthz. */
+static struct pool *
+api_ops_pool(struct env *env)
+{
+	return env->ops_pool != NULL ? env->ops_pool : env->pool;
+}
+
 /* Renders the metrics and replies (loop thread). */
 static void
 api_ops_metrics_reply(struct env *env, struct evhttp_request *req)
@@ -52,6 +67,13 @@ api_ops_metrics_reply(struct env *env, struct evhttp_request *req)
 	g.inflight = pool_inflight(env->pool);
 	g.workers = pool_workers(env->pool);
 	g.retention_ns = env->cfg->retention_ns;
+	if (env->merge_pool != NULL) {
+		g.merge_queued = pool_queued(env->merge_pool);
+		g.merge_inflight = pool_inflight(env->merge_pool);
+		g.merge_workers = pool_workers(env->merge_pool);
+	}
+	g.merges = env->merges;
+	g.max_merges = (int)env->cfg->max_merges;
 	text = metrics_render_string(env->metrics, &g, &len);
 	reply_bytes(env, req, (uint8_t *)text, len, API_OPS_METRICS_TYPE, NULL);
 }
@@ -91,7 +113,7 @@ api_ops_metrics(struct env *env, struct evhttp_request *req,
 	s->pj.done = api_ops_scrape_done;
 	s->env = env;
 	s->req = req;
-	if (pool_submit(env->pool, &s->pj) == 0)
+	if (pool_submit(api_ops_pool(env), &s->pj) == 0)
 		return;
 	free(s);
 	api_ops_metrics_reply(env, req);	/* cached totals */
@@ -144,18 +166,17 @@ api_ops_health_done(struct pool_job *pj)
 	free(h);
 }
 
-/* Loop timer: the pool did not run the check in time. */
+/* Loop timer: the store check did not come back in time. */
 static void
 api_ops_health_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct api_ops_health *h = arg;
 
 	h->answered = 1;
-	log_warn("%s: worker pool did not answer within %d ms", __func__,
+	log_warn("%s: the store did not answer within %d ms", __func__,
 	    API_OPS_HEALTHZ_TIMEOUT_MS);
-	reply_error(h->env, h->req, 503, "worker pool did not answer within "
-	    "%d ms (%d jobs queued)", API_OPS_HEALTHZ_TIMEOUT_MS,
-	    pool_queued(h->env->pool));
+	reply_error(h->env, h->req, 503, "store did not answer within %d ms",
+	    API_OPS_HEALTHZ_TIMEOUT_MS);
 }
 
 /* GET /healthz */
@@ -166,15 +187,17 @@ api_ops_healthz(struct env *env, struct evhttp_request *req,
 	struct api_ops_health *h = xcalloc(1, sizeof *h);
 	struct timeval tv = { API_OPS_HEALTHZ_TIMEOUT_MS / 1000,
 	    API_OPS_HEALTHZ_TIMEOUT_MS % 1000 * 1000 };
+	struct pool *pool = api_ops_pool(env);
 
 	h->pj.work = api_ops_health_work;
 	h->pj.done = api_ops_health_done;
 	h->env = env;
 	h->req = req;
-	if (pool_submit(env->pool, &h->pj) != 0) {
+	if (pool_submit(pool, &h->pj) != 0) {
+		/* Only when that many checks are stuck: the store hangs. */
 		free(h);
-		reply_error(env, req, 503, "worker queue full (%d jobs)",
-		    pool_queued(env->pool));
+		reply_error(env, req, 503, "store checks are not coming back "
+		    "(%d queued)", pool_queued(pool));
 		return;
 	}
 	h->timer = evtimer_new(env->base, api_ops_health_timeout_cb, h);

@@ -1,6 +1,13 @@
 /*
  * HTTP jobs: the bridge between an evhttp request on the loop thread and
- * the work a pool worker does for it.
+ * the work a pool worker does for it, and the request's time limit.
+ *
+ * The loop owns the request: only it replies, and it replies once. When
+ * the --request-timeout timer wins, it replies and forgets the request
+ * (req = NULL, answered = 1); the worker still holds the job, so the job
+ * is freed only when it comes back through done(), which then sends
+ * nothing. A job the timer takes back from a queue (pool_withdraw) never
+ * reaches a worker and is freed at once.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -9,12 +16,15 @@
 #include <sys/socket.h>
 
 #include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
 #include "collector/http/httpjob.h"
 #include "collector/http/reply.h"
+#include "collector/config.h"
 #include "collector/env.h"
+#include "collector/metrics.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 
@@ -26,6 +36,11 @@ httpjob_work_cb(struct pool_job *pj)
 
 	if (job->io_pending) {
 		job->io_pending = 0;
+		if (__atomic_load_n(&job->cancelled, __ATOMIC_RELAXED)) {
+			/* Nothing is written for a request already answered. */
+			httpjob_error(job, 499, "cancelled before its write");
+			return;
+		}
 		job->io(job);
 		return;
 	}
@@ -60,6 +75,27 @@ httpjob_free(struct httpjob *job)
 	free(job);
 }
 
+/* Stops the client-gone checks of the job. */
+static void
+httpjob_unwatch(struct httpjob *job)
+{
+	if (job->watched)
+		TAILQ_REMOVE(&job->env->watched, job, watch_entry);
+	job->watched = 0;
+}
+
+/* Loop side: the job is over (no worker holds it); frees it. */
+static void
+httpjob_finish(struct httpjob *job)
+{
+	httpjob_unwatch(job);
+	if (job->timer != NULL)
+		event_free(job->timer);
+	if (job->merge)
+		job->env->merges--;
+	httpjob_free(job);
+}
+
 /* Loop side: sends the result and frees the job. */
 static void
 httpjob_done_cb(struct pool_job *pj)
@@ -68,8 +104,12 @@ httpjob_done_cb(struct pool_job *pj)
 	struct env *env = job->env;
 	int i;
 
-	if (job->watched)
-		TAILQ_REMOVE(&env->watched, job, watch_entry);
+	if (job->answered) {
+		/* The timer replied; this late result has no request. */
+		httpjob_finish(job);
+		return;
+	}
+	httpjob_unwatch(job);
 	for (i = 0; i < job->nhdrs; i++)
 		evhttp_add_header(evhttp_request_get_output_headers(job->req),
 		    job->hdr_name[i], job->hdr_value[i]);
@@ -84,7 +124,59 @@ httpjob_done_cb(struct pool_job *pj)
 		job->bytes = NULL;
 	} else
 		reply_error(env, job->req, 500, "internal error: no result");
-	httpjob_free(job);
+	httpjob_finish(job);
+}
+
+/*
+ * Loop timer: --request-timeout passed before the job's result came back.
+ * A job still queued is taken back and refused (503, it never runs); a
+ * running one is cancelled (merges stop within about a second) and its
+ * client answered now (504); its late result is dropped in done().
+ */
+static void
+httpjob_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct httpjob *job = arg;
+	struct env *env = job->env;
+	long long secs = (long long)env->cfg->request_timeout;
+
+	httpjob_unwatch(job);
+	if (pool_withdraw(&job->pj) == 0) {
+		log_warn("%s: request still queued after %lld s: refused",
+		    __func__, secs);
+		metrics_request_timeout(env->metrics, 1);
+		reply_error(env, job->req, 503, "request waited longer than "
+		    "--request-timeout (%lld s) for a worker; try again", secs);
+		httpjob_finish(job);
+		return;
+	}
+	__atomic_store_n(&job->cancelled, 1, __ATOMIC_RELAXED);
+	log_warn("%s: request still running after %lld s: cancelled",
+	    __func__, secs);
+	metrics_request_timeout(env->metrics, 0);
+	reply_error(env, job->req, 504, "request took longer than "
+	    "--request-timeout (%lld s); its work was cancelled", secs);
+	job->req = NULL;
+	job->answered = 1;
+}
+
+/* Starts the job's --request-timeout clock (none without a config). */
+static void
+httpjob_arm(struct httpjob *job)
+{
+	struct env *env = job->env;
+	struct timeval tv;
+	const struct timeval *common;
+
+	if (env->cfg == NULL || env->cfg->request_timeout <= 0)
+		return;
+	tv.tv_sec = (time_t)env->cfg->request_timeout;
+	tv.tv_usec = 0;
+	/* Every job has the same duration: libevent then keeps their
+	 * timers in one queue instead of the heap. */
+	common = event_base_init_common_timeout(env->base, &tv);
+	job->timer = evtimer_new(env->base, httpjob_timeout_cb, job);
+	evtimer_add(job->timer, common != NULL ? common : &tv);
 }
 
 /* A job for req; arg is the handler's state. */
@@ -111,13 +203,40 @@ httpjob_submit(struct httpjob *job)
 {
 	struct env *env = job->env;
 
-	if (pool_submit(env->pool, &job->pj) == 0)
+	if (pool_submit(env->pool, &job->pj) == 0) {
+		httpjob_arm(job);
 		return;
-	if (job->watched)
-		TAILQ_REMOVE(&env->watched, job, watch_entry);
+	}
 	reply_error(env, job->req, 503, "busy: %d jobs queued, try again",
 	    pool_queued(env->pool));
-	httpjob_free(job);
+	httpjob_finish(job);
+}
+
+/* Queues a merge on the merge pool, or answers 503 at --max-merges. */
+void
+httpjob_submit_merge(struct httpjob *job)
+{
+	struct env *env = job->env;
+	struct pool *pool = env->merge_pool != NULL ? env->merge_pool :
+	    env->pool;
+	long long max = env->cfg != NULL ? (long long)env->cfg->max_merges : 0;
+
+	if (max > 0 && env->merges >= max) {
+		metrics_merge_refused(env->metrics);
+		reply_error(env, job->req, 503, "busy: %d merges running "
+		    "(--max-merges %lld), try again", env->merges, max);
+		httpjob_finish(job);
+		return;
+	}
+	if (pool_submit(pool, &job->pj) != 0) {
+		reply_error(env, job->req, 503, "busy: %d merge jobs queued, "
+		    "try again", pool_queued(pool));
+		httpjob_finish(job);
+		return;
+	}
+	job->merge = 1;
+	env->merges++;
+	httpjob_arm(job);
 }
 
 /* Registers the job for client-gone checks (before submitting). */
@@ -157,7 +276,8 @@ httpjob_check_watched(struct env *env)
 	struct httpjob *job;
 
 	TAILQ_FOREACH(job, &env->watched, watch_entry) {
-		if (!job->cancelled && httpjob_client_gone(job->req)) {
+		if (!job->cancelled && job->req != NULL &&
+		    httpjob_client_gone(job->req)) {
 			log_info("%s: client went away, cancelling", __func__);
 			__atomic_store_n(&job->cancelled, 1, __ATOMIC_RELAXED);
 		}

@@ -9,6 +9,13 @@
  * detached the request but not freed it, and sending the reply frees it.
  * Long jobs can ask to be watched: the loop then checks the client's socket
  * and sets `cancelled` when it is closed.
+ *
+ * Every job runs against --request-timeout from its submission: when the
+ * timer fires first, a job still queued is taken back and answered 503
+ * (it never starts); a running one gets `cancelled` set and its client a
+ * 504 at once, and the result it hands back later is dropped. Merges go to
+ * their own pool (httpjob_submit_merge), capped at --max-merges, so they
+ * never queue ahead of uploads and queries.
  */
 #ifndef PROFD_HTTPJOB_H
 #define PROFD_HTTPJOB_H
@@ -24,6 +31,7 @@
 #define HTTPJOB_MAX_HEADERS	4	/* extra reply headers a job may set */
 
 struct env;
+struct event;
 struct evhttp_request;
 
 struct httpjob {
@@ -36,9 +44,14 @@ struct httpjob {
 	int			  io_pending;
 	void			 *arg;
 	void			(*arg_free)(void *);
-	volatile int		  cancelled;	/* the client went away */
+	volatile int		  cancelled;	/* the client went away, or
+						   the request timed out */
 	int			  watched;
 	TAILQ_ENTRY(httpjob)	  watch_entry;
+	struct event		 *timer;	/* --request-timeout */
+	int			  merge;	/* counted in env->merges */
+	int			  answered;	/* the timer replied: req gone,
+						   the result is dropped */
 
 	/* The result, filled in by work(). */
 	int			  code;
@@ -59,6 +72,11 @@ struct httpjob	*httpjob_new(struct env *, struct evhttp_request *,
 		    void (*arg_free)(void *));
 /* Queues the job, or answers 503 and frees it when the pool is full. */
 void		 httpjob_submit(struct httpjob *);
+/*
+ * Queues a merge on the merge pool, or answers 503 (naming --max-merges)
+ * and frees it when that many merges are running already.
+ */
+void		 httpjob_submit_merge(struct httpjob *);
 /* Asks the loop to set job->cancelled if the client disconnects. */
 void		 httpjob_watch(struct httpjob *);
 /* Checks every watched job's client (loop thread). */

@@ -39,6 +39,7 @@ reply_reason(int code)
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
 	case 507: return "Insufficient Storage";
 	}
 	return "Unknown";

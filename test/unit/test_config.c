@@ -81,6 +81,8 @@ test_defaults(void)
 	ok(c.retention_ns == 7 * 86400 * NS, "default retention 7d");
 	ok(c.retention_interval_ns == 60 * NS, "default sweep interval 60s");
 	ok(c.workers >= 1, "default workers from the cores");
+	ok(c.max_merges >= 1, "default max-merges from the cores");
+	ok(c.request_timeout == 60, "default request-timeout 60");
 	ok(c.max_body == 32 * 1024 * 1024, "default max-body 32M");
 	config_clear(&c);
 }
@@ -104,6 +106,17 @@ test_flags(void)
 	config_clear(&c);
 	rc = parse(&c, &cause, "--retention", "0", NULL);
 	ok(rc == 0 && c.retention_ns == 0, "--retention 0 keeps forever");
+	config_clear(&c);
+	rc = parse(&c, &cause, "--max-merges", "3", "--request-timeout", "2",
+	    NULL);
+	ok(rc == 0 && c.max_merges == 3 && c.request_timeout == 2,
+	    "--max-merges 3 --request-timeout 2");
+	config_clear(&c);
+	rc = parse(&c, &cause, "--max-merges", "0", NULL);
+	ok(rc == -1 && strstr(cause, "max-merges") != NULL,
+	    "--max-merges 0 refused: %s", cause);
+	free(cause);
+	cause = NULL;
 	config_clear(&c);
 }
 

@@ -16,8 +16,16 @@
  * watched job whose client closes its socket gets cancelled = 1 from
  * httpjob_check_watched (not before), and one cancelled while still
  * queued never runs its work() and answers 499; /metrics counts each
- * request by route and status. Last, a known gap: a reply whose client
- * resets the connection mid-download is never counted as written.
+ * request by route and status. With --request-timeout 1: a running job
+ * is answered 504 at the timeout while its work() still runs, gets
+ * cancelled set, and its late result is dropped (arg freed once, nothing
+ * more sent); a job still queued then is answered 503, never runs and is
+ * freed at once. Merges (httpjob_submit_merge) run on the merge pool, an
+ * upload answers while every merge worker is busy, a merge past
+ * --max-merges gets 503 naming it with Retry-After, and a timed-out merge
+ * counts against the cap until its worker returns. Last, a known gap: a
+ * reply whose client resets the connection mid-download is never counted
+ * as written.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +41,7 @@
 #include <event2/thread.h>
 #include <jansson.h>
 
+#include "collector/config.h"
 #include "collector/env.h"
 #include "collector/http/conns.h"
 #include "collector/http/httpjob.h"
@@ -76,6 +85,7 @@ struct test_probe {
 };
 
 static struct env env;
+static struct config cfg;		/* env.cfg while limits are tested */
 static struct event_base *base;
 static struct evhttp *http;
 static int port;
@@ -286,6 +296,7 @@ struct test_route {
 	void			(*work)(struct httpjob *);
 	void			(*io)(struct httpjob *);
 	int			 watch;
+	int			 merge;		/* httpjob_submit_merge */
 };
 
 static const struct test_route test_routes[] = {
@@ -307,6 +318,7 @@ static const struct test_route test_routes[] = {
 	{ "/watch-queued", METRICS_ROUTE_GET_MERGED, test_work_json, NULL,
 	    1 },
 	{ "/direct", METRICS_ROUTE_VERSION, NULL, NULL, 0 },
+	{ "/merge", METRICS_ROUTE_MERGE, test_work_block, NULL, 1, 1 },
 };
 
 /* The request callback: counts the request and makes an httpjob. */
@@ -347,7 +359,10 @@ test_httpjob_handler(struct evhttp_request *req, void *arg)
 	job->io = r->io;
 	if (r->watch)
 		httpjob_watch(job);
-	httpjob_submit(job);
+	if (r->merge)
+		httpjob_submit_merge(job);
+	else
+		httpjob_submit(job);
 }
 
 /* Condition: no connection has reply bytes left to write. */
@@ -856,6 +871,148 @@ test_watched_queued(void)
 	test_gate_set(&gate, 0);
 }
 
+/* Condition: the client at arg has its whole response (no loop wait). */
+static int
+test_complete(void *arg)
+{
+	struct httptest_client *c = arg;
+
+	httptest_poll(c);
+	return c->complete;
+}
+
+/* True if c got status code with an error message starting with want. */
+static int
+test_error_is(const struct httptest_client *c, int code, const char *want)
+{
+	json_t *j = test_envelope(c, code);
+	const char *err = j != NULL ?
+	    json_string_value(json_object_get(j, "error")) : NULL;
+	int r = c->status == code && err != NULL &&
+	    strncmp(err, want, strlen(want)) == 0;
+
+	if (!r)
+		printf("# got %d %s\n", c->status, httptest_body(c));
+	json_decref(j);
+	return r;
+}
+
+/*
+ * --request-timeout 1: the running job is answered 504 at the timeout and
+ * cancelled, the queued one 503 and never run; late results are dropped.
+ */
+static void
+test_timeout(void)
+{
+	struct httptest_client *a, *b;
+	int64_t t0, ms;
+	size_t alen;
+
+	test_states_reset();
+	test_gate_set(&gate, 0);
+	env.cfg = &cfg;
+	t0 = httptest_now_ms();
+	a = test_send("/block?s=1");
+	ok(httptest_run_until(base, test_gate_reached, &gate,
+	    HTTPTEST_WAIT_MS), "job A holds the only worker");
+	b = test_send("/block?s=2");
+	ok(httptest_run_until(base, test_one_queued, env.pool,
+	    HTTPTEST_WAIT_MS), "job B waits in the queue");
+	ok(httptest_run_until(base, test_complete, a, HTTPTEST_WAIT_MS),
+	    "A is answered while its work() is still blocked");
+	ms = httptest_now_ms() - t0;
+	ok(ms >= 900 && ms < 3000, "at the 1 s timeout (%lld ms)",
+	    (long long)ms);
+	ok(test_error_is(a, 504, "request took longer than "
+	    "--request-timeout (1 s); its work was cancelled"),
+	    "A: 504 naming --request-timeout and its value");
+	ok(httptest_run_until(base, test_complete, b, HTTPTEST_WAIT_MS) &&
+	    test_error_is(b, 503, "request waited longer than "
+	    "--request-timeout (1 s) for a worker"),
+	    "B, still queued: 503 naming --request-timeout");
+	ok(httptest_header_is(b, "Retry-After", "1"), "B has Retry-After");
+	ok(states[2].freed == 1 && atomic_load(&states[2].work_calls) == 0 &&
+	    pool_queued(env.pool) == 0, "B was taken out of the queue and "
+	    "freed at once; its work() never runs");
+	ok(states[1].freed == 0 && pool_inflight(env.pool) == 1,
+	    "A's worker still holds its job");
+
+	alen = a->len;
+	test_gate_set(&gate, 1);
+	ok(httptest_run_until(base, test_freed, &states[1], HTTPTEST_WAIT_MS),
+	    "when A's work() returns, its job is freed");
+	httptest_poll(a);
+	ok(states[1].freed == 1 && a->len == alen && atomic_load(
+	    &states[2].work_calls) == 0, "A's late result is dropped: "
+	    "nothing more is sent, arg freed once; B never ran");
+	ok(test_metric("profd_request_timeouts_total{state=\"running\"} 1\n")
+	    && test_metric("profd_request_timeouts_total{state=\"queued\"} "
+	    "1\n"), "metrics count one timeout of each kind");
+	httptest_free(a);
+	httptest_free(b);
+	a = test_get("/json?s=3");
+	ok(a->status == 200, "the next request is served (%d)", a->status);
+	httptest_free(a);
+	env.cfg = NULL;
+	test_gate_set(&gate, 0);
+}
+
+/* Condition: env.merges is the int at arg. */
+static int
+test_merges_are(void *arg)
+{
+	return env.merges == *(int *)arg;
+}
+
+/*
+ * Merges run on the merge pool, capped at --max-merges 1; uploads do not
+ * wait for them; a timed-out merge counts until its worker returns.
+ */
+static void
+test_merge_cap(void)
+{
+	struct httptest_client *a, *b, *c;
+	int zero = 0;
+
+	test_states_reset();
+	test_gate_set(&gate, 0);
+	env.cfg = &cfg;
+	a = test_send("/merge?s=1");
+	httptest_run_until(base, test_gate_reached, &gate, HTTPTEST_WAIT_MS);
+	ok(test_gate_reached(&gate) && env.merges == 1 &&
+	    pool_inflight(env.merge_pool) == 1 && pool_inflight(env.pool) == 0,
+	    "merge A runs on the merge pool (env.merges %d)", env.merges);
+	c = test_get("/upload?s=3");
+	ok(c->status == 200, "an upload answers while every merge worker is "
+	    "busy (%d)", c->status);
+	httptest_free(c);
+	b = test_get("/merge?s=2");
+	ok(test_error_is(b, 503, "busy: 1 merges running (--max-merges 1)"),
+	    "merge B past --max-merges: 503 naming it");
+	ok(httptest_header_is(b, "Retry-After", "1"), "with Retry-After");
+	ok(states[2].freed == 1 && atomic_load(&states[2].work_calls) == 0,
+	    "B never ran, its arg was freed");
+	ok(test_metric("profd_merges_refused_total 1\n"),
+	    "metrics count the refusal");
+	httptest_free(b);
+
+	ok(httptest_run_until(base, test_complete, a, HTTPTEST_WAIT_MS) &&
+	    test_error_is(a, 504, "request took longer than "
+	    "--request-timeout (1 s)"), "merge A times out: 504");
+	ok(env.merges == 1, "its worker has not returned: it still counts");
+	b = test_get("/merge?s=4");
+	ok(b->status == 503, "so another merge still gets 503 (%d)",
+	    b->status);
+	httptest_free(b);
+	test_gate_set(&gate, 1);
+	ok(httptest_run_until(base, test_merges_are, &zero,
+	    HTTPTEST_WAIT_MS) && states[1].freed == 1,
+	    "once it returns the count is 0 and the job freed");
+	httptest_free(a);
+	test_gate_set(&gate, 0);
+	env.cfg = NULL;
+}
+
 /*
  * A client that resets the connection in the middle of a download: libevent
  * 2.1 frees a request whose write fails without calling its on_complete
@@ -899,6 +1056,9 @@ main(void)
 	env.metrics = metrics_new();
 	env.pool = pool_new(base, 1, 1);
 	env.io_pool = pool_new(base, 1, 64);
+	env.merge_pool = pool_new(base, 1, INT32_MAX);
+	cfg.request_timeout = 1;
+	cfg.max_merges = 1;
 	http = evhttp_new(base);
 	env.conns = conns_new(base, http, 64, 60);
 	evhttp_set_gencb(http, test_httpjob_handler, &env);
@@ -913,9 +1073,12 @@ main(void)
 	test_stopping();
 	test_watched();
 	test_watched_queued();
+	test_timeout();
+	test_merge_cap();
 	test_unsent_reset();
 
 	pool_free(env.pool);
+	pool_free(env.merge_pool);
 	pool_free(env.io_pool);
 	evhttp_free(http);
 	conns_free(env.conns);

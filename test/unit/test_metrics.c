@@ -4,8 +4,9 @@
  * codes, latency and merge histograms (cumulative buckets, +Inf equal to
  * the count, a slow request landing in the right bucket), the pending
  * table under thousands of concurrent requests and reused pointers, store
- * totals and retention counters, and that every line of the exposition
- * parses as Prometheus text format 0.0.4.
+ * totals and retention counters, the merge pool's gauges, refused merges
+ * and request timeouts, and that every line of the exposition parses as
+ * Prometheus text format 0.0.4.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -130,7 +131,8 @@ value(const char *text, const char *series)
 static char *
 render(struct metrics *m)
 {
-	struct metrics_gauges g = { 3, 5, 2, 7 * 86400 * INT64_C(1000000000) };
+	struct metrics_gauges g = { 3, 5, 2, 7 * 86400 * INT64_C(1000000000),
+	    4, 6, 2, 1, 2 };
 	size_t len;
 
 	return metrics_render_string(m, &g, &len);
@@ -238,6 +240,11 @@ main(void)
 	metrics_retention_deleted(m, 7);
 	metrics_retention_sweep(m, 0, 1500000);
 	metrics_retention_sweep(m, 1, 100);
+	metrics_merge_refused(m);
+	metrics_merge_refused(m);
+	metrics_request_timeout(m, 0);
+	metrics_request_timeout(m, 1);
+	metrics_request_timeout(m, 1);
 
 	text = render(m);
 #define V(s)	value(text, s)
@@ -291,6 +298,14 @@ main(void)
 	    V("profd_retention_sweeps_total") == 2 &&
 	    V("profd_retention_sweep_failures_total") == 1,
 	    "retention counters");
+	ok(V("profd_merge_queue_depth") == 4 &&
+	    V("profd_merge_jobs_inflight") == 6 &&
+	    V("profd_merge_workers") == 2 && V("profd_merges_running") == 1 &&
+	    V("profd_merges_max") == 2, "merge pool gauges");
+	ok(V("profd_merges_refused_total") == 2, "refused merges counted");
+	ok(V("profd_request_timeouts_total{state=\"running\"}") == 1 &&
+	    V("profd_request_timeouts_total{state=\"queued\"}") == 2,
+	    "request timeouts counted by state");
 	ok(V("profd_retention_last_sweep_timestamp_seconds") > 1.6e9,
 	    "last sweep time");
 	ok(strstr(text, "profd_build_info{version=\"" PACKAGE_VERSION "\",")

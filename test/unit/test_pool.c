@@ -3,9 +3,10 @@
  * event_base: work() runs on worker threads and done() on the loop
  * thread; a full queue refuses a job and leaves it with the caller while
  * pool_submit_force never refuses; the queued, in-flight and worker
- * counts; a job handed on to a second pool through pj.next; pool_free
- * draining the queue and running the pending done()s; many jobs from
- * several submitting threads at once.
+ * counts; a job handed on to a second pool through pj.next; pool_withdraw
+ * taking a queued job back (also one handed on to a second pool) but not
+ * a running or finished one; pool_free draining the queue and running the
+ * pending done()s; many jobs from several submitting threads at once.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -398,6 +399,74 @@ test_next(void)
 	pool_free(b);
 }
 
+/* pool_withdraw takes back queued jobs only. */
+static void
+test_withdraw(void)
+{
+	struct tjob blocker, a, b, c, hopper, probe;
+	struct gate gate, gate_b;
+	struct pool *pool, *other;
+
+	counters_reset();
+	gate_init(&gate);
+	gate_init(&gate_b);
+	pool = pool_new(base, 1, 8);
+	other = pool_new(base, 1, 8);
+
+	tjob_init(&blocker, 0);
+	blocker.gate = &gate;
+	pool_submit(pool, &blocker.pj);
+	gate_wait_passed(&gate, 1);
+	tjob_init(&a, 1);
+	tjob_init(&b, 2);
+	tjob_init(&c, 3);
+	pool_submit(pool, &a.pj);
+	pool_submit(pool, &b.pj);
+	pool_submit(pool, &c.pj);
+	ok(pool_queued(pool) == 3 && pool_inflight(pool) == 4,
+	    "three jobs queued behind a running one");
+	ok(pool_withdraw(&blocker.pj) == -1,
+	    "the running job cannot be withdrawn");
+	ok(pool_withdraw(&b.pj) == 0, "a queued job (the middle one) is "
+	    "withdrawn");
+	ok(pool_queued(pool) == 2 && pool_inflight(pool) == 3,
+	    "it no longer counts as queued or in flight (%d, %d)",
+	    pool_queued(pool), pool_inflight(pool));
+	ok(pool_withdraw(&b.pj) == -1, "withdrawing it again fails");
+	gate_open(&gate);
+	ok(loop_until(3), "the others finish");
+	ok(a.works == 1 && a.dones == 1 && c.works == 1 && c.dones == 1 &&
+	    b.works == 0 && b.dones == 0,
+	    "the withdrawn job never ran and its done() was never called");
+	ok(pool_withdraw(&a.pj) == -1, "a finished job cannot be withdrawn");
+	ok(pool_inflight(pool) == 0 && pool_queued(pool) == 0,
+	    "afterwards nothing is queued or in flight");
+
+	/* A job handed on to a busy pool waits in that pool's queue. */
+	counters_reset();
+	tjob_init(&probe, 10);
+	probe.gate = &gate_b;
+	pool_submit(other, &probe.pj);
+	gate_wait_passed(&gate_b, 1);
+	tjob_init(&hopper, 11);
+	hopper.hop = other;
+	pool_submit(pool, &hopper.pj);
+	wait_works(1);
+	wait_inflight(pool, 0);
+	ok(pool_queued(other) == 1, "a job handed on waits in the second "
+	    "pool's queue");
+	ok(pool_withdraw(&hopper.pj) == 0 && pool_queued(other) == 0 &&
+	    pool_inflight(other) == 1, "it is withdrawn from there");
+	gate_open(&gate_b);
+	ok(loop_until(1), "the busy job finishes");
+	ok(hopper.works == 1 && hopper.dones == 0,
+	    "the withdrawn job ran only its first phase, and no done()");
+	pool_free(pool);
+	pool_free(other);
+	gate_destroy(&gate);
+	gate_destroy(&gate_b);
+}
+
 #define PROBES_MAX	500
 
 /* Submits probe jobs until the pool refuses (it is stopping). */
@@ -561,6 +630,7 @@ main(void)
 	test_threads();
 	test_full_queue();
 	test_next();
+	test_withdraw();
 	test_free_drains();
 	test_many();
 	event_base_free(base);
