@@ -1,11 +1,13 @@
 /*
  * Blob metadata encoding. A version byte, then fields, each a tag byte, a
  * 32-bit little-endian length and that many bytes: strings as UTF-8
- * without terminator, integers as 8 bytes little-endian. Labels are a key
+ * without terminator, integers as 8 bytes little-endian. Every field of
+ * the row is written, then the number of labels, then each label as a key
  * field followed by its value field, in the row's order. A decoder skips
  * tags it does not know (fields a later version adds), and refuses
  * anything else it cannot trust: short fields, repeated fields, missing
- * ones, strings that are not UTF-8, more labels than any upload may carry.
+ * ones, strings that are not UTF-8, more labels than any upload may carry,
+ * fewer labels than announced (so no cut-short encoding decodes).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@ enum blobmeta_tag {
 	BLOBMETA_SAMPLES,
 	BLOBMETA_SAMPLE_TYPES,
 	BLOBMETA_DURATION,
+	BLOBMETA_NLABELS,
 	BLOBMETA_LABEL_KEY,
 	BLOBMETA_LABEL_VALUE,
 	BLOBMETA_TAGS			/* one past the last */
@@ -101,6 +104,7 @@ blobmeta_encode(const struct profile_meta *m, uint8_t **out, size_t *len)
 	blobmeta_int(&b, BLOBMETA_SAMPLES, m->samples);
 	blobmeta_string(&b, BLOBMETA_SAMPLE_TYPES, m->sample_types);
 	blobmeta_int(&b, BLOBMETA_DURATION, m->duration_ns);
+	blobmeta_int(&b, BLOBMETA_NLABELS, (int64_t)m->nlabels);
 	for (i = 0; i < m->nlabels; i++) {
 		blobmeta_string(&b, BLOBMETA_LABEL_KEY, m->labels[i].key);
 		blobmeta_string(&b, BLOBMETA_LABEL_VALUE, m->labels[i].value);
@@ -119,6 +123,7 @@ blobmeta_tag_name(unsigned tag)
 		[BLOBMETA_SIZE] = "size", [BLOBMETA_SAMPLES] = "samples",
 		[BLOBMETA_SAMPLE_TYPES] = "sample_types",
 		[BLOBMETA_DURATION] = "duration_ns",
+		[BLOBMETA_NLABELS] = "label count",
 		[BLOBMETA_LABEL_KEY] = "label key",
 		[BLOBMETA_LABEL_VALUE] = "label value",
 	};
@@ -172,7 +177,7 @@ blobmeta_add_label(struct profile_meta *m, size_t *cap)
 /* Decodes one known field into m; seen marks the singular ones. */
 static int
 blobmeta_get_field(struct profile_meta *m, unsigned tag, const uint8_t *v,
-    size_t n, unsigned *seen, size_t *lcap, char **cause)
+    size_t n, unsigned *seen, int64_t *nlabels, size_t *lcap, char **cause)
 {
 	struct label	*l;
 
@@ -213,6 +218,13 @@ blobmeta_get_field(struct profile_meta *m, unsigned tag, const uint8_t *v,
 		return blobmeta_get_int(tag, v, n, &m->samples, cause);
 	case BLOBMETA_DURATION:
 		return blobmeta_get_int(tag, v, n, &m->duration_ns, cause);
+	case BLOBMETA_NLABELS:
+		if (blobmeta_get_int(tag, v, n, nlabels, cause) == -1)
+			return -1;
+		if (*nlabels < 0 || *nlabels > BLOBMETA_MAX_LABELS)
+			return xcause(cause, "label count %lld is not in [0, "
+			    "%d]", (long long)*nlabels, BLOBMETA_MAX_LABELS);
+		return 0;
 	case BLOBMETA_LABEL_KEY:
 		if (l != NULL && l->value == NULL)
 			return xcause(cause, "label key without a value");
@@ -234,12 +246,11 @@ int
 blobmeta_decode(const uint8_t *buf, size_t len, struct profile_meta *m,
     char **cause)
 {
-	static const unsigned	 need = (1u << BLOBMETA_ID) |
-				    (1u << BLOBMETA_SERVICE) |
-				    (1u << BLOBMETA_TYPE) |
-				    (1u << BLOBMETA_CREATED_AT) |
-				    (1u << BLOBMETA_SIZE);
+	/* Every singular field: version 1 writes them all. */
+	static const unsigned	 need = ((1u << BLOBMETA_LABEL_KEY) - 1) &
+				    ~1u;
 	unsigned		 seen = 0, tag, t;
+	int64_t			 nlabels = -1;
 	size_t			 off = 1, n, lcap = 0, i;
 	char			*why = NULL;
 
@@ -266,8 +277,8 @@ blobmeta_decode(const uint8_t *buf, size_t len, struct profile_meta *m,
 			    len - off);
 			goto fail;
 		}
-		if (blobmeta_get_field(m, tag, buf + off, n, &seen, &lcap,
-		    &why) == -1)
+		if (blobmeta_get_field(m, tag, buf + off, n, &seen, &nlabels,
+		    &lcap, &why) == -1)
 			goto fail;
 		off += n;
 	}
@@ -281,8 +292,11 @@ blobmeta_decode(const uint8_t *buf, size_t len, struct profile_meta *m,
 		why = xasprintf("no %s", blobmeta_tag_name(t));
 		goto fail;
 	}
-	if (m->sample_types == NULL)
-		m->sample_types = xstrdup("");
+	if ((size_t)nlabels != m->nlabels) {
+		why = xasprintf("%zu labels of %lld", m->nlabels,
+		    (long long)nlabels);
+		goto fail;
+	}
 	return 0;
 
 fail:

@@ -155,24 +155,20 @@ meta_rebuild_set_aside(const char *path, char **cause)
 static int
 meta_rebuild_check_db(const char *data_dir, char **cause)
 {
-	struct meta_sqlite	*ms;
 	char			*path, *why = NULL, *side;
-	int64_t			 rows = 0, bytes;
+	int64_t			 rows = 0;
 	int			 ret = -1;
 	const char		*ext[] = { "-wal", "-shm" };
 	size_t			 i;
 
 	path = xasprintf("%s/meta.db", data_dir);
 	if (meta_rebuild_exists(path)) {
-		if ((ms = meta_sqlite_open(path, &why)) == NULL ||
-		    meta_sqlite_totals(ms, &rows, &bytes, &why) == -1) {
+		if (meta_sqlite_count_file(path, &rows, &why) == -1) {
 			xcause(cause, "cannot read %s (%s): move it aside "
 			    "(with its -wal and -shm files) and run "
 			    "--rebuild-meta again", path, why);
-			meta_sqlite_close(ms);
 			goto out;
 		}
-		meta_sqlite_close(ms);
 		if (rows > 0) {
 			xcause(cause, "%s holds %lld profiles: --rebuild-meta "
 			    "never replaces metadata; to rebuild from the "
