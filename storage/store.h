@@ -72,10 +72,11 @@ struct store	*store_open(const char *data_dir, size_t orphan_limit,
 void		 store_close(struct store *);
 
 /*
- * Stores the bytes and the metadata durably: blob to a temp file, fsync,
- * rename, then the row (group-committed with concurrent puts). Returns 0
- * once both are on disk, -1 with *cause otherwise (then nothing is left).
- * The stored size is len (m->size is not used); an existing id fails.
+ * Stores the bytes and the metadata durably: the blob (with a copy of the
+ * row in its header, for store_rebuild), then the row, group-committed
+ * with concurrent puts. Returns 0 once both are on disk, -1 with *cause
+ * otherwise (then nothing is left). The stored size is len (m->size is
+ * not used); an existing id fails.
  */
 int	store_put(struct store *, const struct profile_meta *m,
 	    const void *blob, size_t len, char **cause);
