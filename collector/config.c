@@ -239,9 +239,13 @@ config_usage(FILE *f)
 	size_t i;
 
 	fprintf(f, "usage: profd [--config FILE] [--OPTION VALUE ...]\n"
+	    "       profd --rebuild-meta [--config FILE] [--data-dir DIR]\n"
 	    "       profd --help | --version\n\noptions:\n");
 	fprintf(f, "  --%-20s %s\n", "config FILE",
 	    "read name = value lines (same names as the flags)");
+	fprintf(f, "  --%-20s %s\n%25s%s\n", "rebuild-meta",
+	    "rebuild a missing or empty DATA_DIR/meta.db from the blobs",
+	    "", "(and orphans/), print what was done and exit");
 	for (i = 0; i < NOPTIONS; i++) {
 		if (config_options[i].help != NULL)
 			fprintf(f, "  --%-20s %s\n", config_options[i].name,
@@ -294,6 +298,10 @@ config_parse_args(struct config *c, int argc, char **argv, char **cause)
 					continue;
 				printf("profd %s\n", PACKAGE_VERSION);
 				return 1;
+			}
+			if (strcmp(argv[i], "--rebuild-meta") == 0) {
+				c->rebuild_meta = 1;
+				continue;
 			}
 			if (strncmp(argv[i], "--", 2) != 0)
 				return xcause(cause, "unexpected argument \"%s\""

@@ -31,14 +31,17 @@ struct config {
 	char		*log_file;
 	char		*auth_file;
 	char		*config_file;
+	int		 rebuild_meta;		/* --rebuild-meta: a mode, not a
+						   setting (no config key) */
 };
 
 /* Fills the defaults (workers = number of cores). */
 void	config_defaults(struct config *);
 void	config_clear(struct config *);
 /*
- * Parses argv (and the --config file it names). Returns 0 to run, 1 when
- * --help or --version was printed, -1 with *cause on a bad flag or value.
+ * Parses argv (and the --config file it names). Returns 0 to run (or to
+ * rebuild, with --rebuild-meta), 1 when --help or --version was printed,
+ * -1 with *cause on a bad flag or value.
  */
 int	config_parse_args(struct config *, int argc, char **argv, char **cause);
 /* Applies a config file; errors name the line. */

@@ -55,6 +55,23 @@ ids_new(int64_t ms, char *out)
 	out[o] = '\0';
 }
 
+/* Decodes the first 10 characters (50 bits: the time, 2 random bits). */
+int64_t
+ids_time_ms(const char *id)
+{
+	const char *c;
+	uint64_t v = 0;
+	size_t i;
+
+	if (id == NULL || !ids_valid(id, strlen(id)))
+		return -1;
+	for (i = 0; i < 10; i++) {
+		c = strchr(ids_alphabet, id[i]);
+		v = (v << 5) | (uint64_t)(c - ids_alphabet);
+	}
+	return (int64_t)(v >> 2);
+}
+
 /* Checks length and alphabet. */
 int
 ids_valid(const char *s, size_t len)

@@ -13,6 +13,8 @@
 
 /* Writes a new id for time ms (ms since the epoch) into out[IDS_LEN + 1]. */
 void	ids_new(int64_t ms, char *out);
+/* The millisecond time id was made for (its first 48 bits); -1 if none. */
+int64_t	ids_time_ms(const char *id);
 /* True if s[0..len) is a well-formed id. */
 int	ids_valid(const char *s, size_t len);
 

@@ -1,11 +1,14 @@
 /*
  * profd: the collector daemon. Reads the flags and config file, sets up
- * logging, and runs the server until SIGTERM or SIGINT.
+ * logging, and runs the server until SIGTERM or SIGINT; or, with
+ * --rebuild-meta, rebuilds meta.db from the blobs and exits (logging to
+ * stderr, for the operator at the terminal).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "collector/config.h"
+#include "collector/rebuild.h"
 #include "collector/server.h"
 #include "common/log.h"
 
@@ -28,6 +31,11 @@ main(int argc, char **argv)
 		return rc < 0 ? 2 : 0;
 	}
 	log_set_level(log_parse_level(cfg.log_level));
+	if (cfg.rebuild_meta) {
+		rc = rebuild_run(&cfg);
+		config_clear(&cfg);
+		return rc;
+	}
 	if (log_open(cfg.log_file, &cause) < 0) {
 		fprintf(stderr, "profd: %s\n", cause);
 		free(cause);

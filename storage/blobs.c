@@ -21,9 +21,28 @@
  * syncfs also writes back other files' dirty data on the same file
  * system; the README suggests a data directory on its own file system
  * when other programs write heavily beside it.
+ *
+ * The file starts with a header that carries the profile's metadata, so
+ * meta.db can be rebuilt from the blobs (docs/DESIGN.md, "Rebuilding
+ * meta.db"); it is written by the same write(2) as the bytes and made
+ * durable by the same sync, so a blob and its metadata are never apart:
+ *
+ *	0	8 bytes	magic "\x89PRFDB\r\n"
+ *	8	u32	length M of the metadata (at most BLOBS_META_MAX)
+ *	12	u32	CRC-32 of bytes 8..11, 16..23 and the metadata
+ *	16	u64	length N of the uploaded bytes
+ *	24	M bytes	the metadata (blobmeta.c)
+ *	24+M	N bytes	the bytes as uploaded
+ *
+ * (integers little-endian). Reads return the N bytes and check that the
+ * file is exactly 24 + M + N bytes, so a cut-short blob is an error, not
+ * a shorter profile. Blobs written before the header existed start with
+ * anything but the magic (gzip or protobuf bytes) and are read whole.
  */
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -40,6 +59,10 @@
 #include "storage/store.h"
 
 #define BLOBS_TEMP_PREFIX	".tmp."
+
+#define BLOBS_MAGIC		"\x89" "PRFDB\r\n"
+#define BLOBS_MAGIC_LEN		8
+#define BLOBS_HEAD_LEN		24	/* magic, lengths and checksum */
 
 /* Longest root that leaves room for "/xx/.tmp.ID.XXXXXX". */
 #define BLOBS_ROOT_MAX	(PATH_MAX - 64)
@@ -60,20 +83,18 @@ blobs_pathf(char *buf, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Opens the blob store, creating DATA_DIR/blobs. */
-struct blobs *
-blobs_open(const char *data_dir, char **cause)
+/* Opens the tree at root (taking root); create: mkdir it first. */
+static struct blobs *
+blobs_open_root(char *root, int create, char **cause)
 {
 	struct blobs	*b;
-	char		*root;
 
-	root = xasprintf("%s/blobs", data_dir);
 	if (strlen(root) > BLOBS_ROOT_MAX) {
-		xcause(cause, "data directory path too long: %s", data_dir);
+		xcause(cause, "path too long: %s", root);
 		free(root);
 		return NULL;
 	}
-	if (mkdir(root, 0755) == -1 && errno != EEXIST) {
+	if (create && mkdir(root, 0755) == -1 && errno != EEXIST) {
 		xcause(cause, "create %s: %s", root, strerror(errno));
 		free(root);
 		return NULL;
@@ -82,12 +103,52 @@ blobs_open(const char *data_dir, char **cause)
 	b->root = root;
 	if ((b->root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
 	    -1) {
-		xcause(cause, "open %s: %s", root, strerror(errno));
+		int e = errno;
+
+		if (e != ENOENT || create)
+			xcause(cause, "open %s: %s", root, strerror(e));
+		else if (cause != NULL)
+			*cause = NULL;
 		free(root);
 		free(b);
+		errno = e;
 		return NULL;
 	}
 	return b;
+}
+
+/* Opens the blob store, creating DATA_DIR/blobs. */
+struct blobs *
+blobs_open(const char *data_dir, char **cause)
+{
+	return blobs_open_root(xasprintf("%s/blobs", data_dir), 1, cause);
+}
+
+/* Opens an existing tree laid out like blobs/ (orphans/). */
+struct blobs *
+blobs_open_dir(const char *root, char **cause)
+{
+	return blobs_open_root(xstrdup(root), 0, cause);
+}
+
+/* The tree's directory. */
+const char *
+blobs_root(const struct blobs *b)
+{
+	return b->root;
+}
+
+/* Locks the tree against a second process (flock on its directory). */
+int
+blobs_lock(struct blobs *b, char **cause)
+{
+	if (flock(b->root_fd, LOCK_EX | LOCK_NB) == -1) {
+		if (errno == EWOULDBLOCK)
+			return xcause(cause, "%s is in use by another profd "
+			    "(stop it first)", b->root);
+		return xcause(cause, "lock %s: %s", b->root, strerror(errno));
+	}
+	return 0;
 }
 
 /* Frees the blob store handle. */
@@ -219,35 +280,119 @@ blobs_open_new(struct blobs *b, const char *dir, const char *path,
 	return fd;
 }
 
-/* Writes blob id under its name, not yet durable; *fdp: OUT its open fd. */
+/* CRC-32 (IEEE 802.3, as zlib's crc32) of n bytes, continuing crc. */
+static uint32_t
+blobs_crc32(uint32_t crc, const uint8_t *p, size_t n)
+{
+	int	k;
+
+	crc = ~crc;
+	while (n-- > 0) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1)));
+	}
+	return ~crc;
+}
+
+/* Stores v little-endian in n bytes at p. */
+static void
+blobs_put_le(uint8_t *p, uint64_t v, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Reads n little-endian bytes at p. */
+static uint64_t
+blobs_get_le(const uint8_t *p, size_t n)
+{
+	uint64_t	v = 0;
+	size_t		i;
+
+	for (i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* The header's checksum: both lengths, then the metadata. */
+static uint32_t
+blobs_head_crc(const uint8_t *head, const uint8_t *meta, size_t meta_len)
+{
+	uint32_t	crc;
+
+	crc = blobs_crc32(0, head + 8, 4);
+	crc = blobs_crc32(crc, head + 16, 8);
+	return blobs_crc32(crc, meta, meta_len);
+}
+
+/* Writes every byte of iov[0..n) (adjusting it), retrying short writes. */
+static int
+blobs_writev_all(int fd, struct iovec *iov, int n)
+{
+	ssize_t	w;
+
+	while (n > 0) {
+		if ((w = writev(fd, iov, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Writes blob id (header with meta, then buf) under its name, not yet
+ * durable; *fdp: OUT its open fd.
+ */
 int
-blobs_create(struct blobs *b, const char *id, const void *buf, size_t len,
-    int *fdp, char **cause)
+blobs_create(struct blobs *b, const char *id, const void *meta,
+    size_t meta_len, const void *buf, size_t len, int *fdp, char **cause)
 {
 	char		 dir[PATH_MAX], path[PATH_MAX];
-	const uint8_t	*p = buf;
+	uint8_t		 head[BLOBS_HEAD_LEN];
+	struct iovec	 iov[3];
 	char		*why = NULL;
 	int		 fd;
-	ssize_t		 w;
 
 	*fdp = -1;
 	if (!blobs_id_valid(id))
 		return xcause(cause, "write blob: invalid id");
+	if (meta_len > BLOBS_META_MAX)
+		return xcause(cause, "write blob %s: %zu bytes of metadata, "
+		    "more than %d", id, meta_len, BLOBS_META_MAX);
+	memcpy(head, BLOBS_MAGIC, BLOBS_MAGIC_LEN);
+	blobs_put_le(head + 8, meta_len, 4);
+	blobs_put_le(head + 16, len, 8);
+	blobs_put_le(head + 12, blobs_head_crc(head, meta, meta_len), 4);
+	iov[0].iov_base = head;
+	iov[0].iov_len = sizeof head;
+	iov[1].iov_base = (void *)(uintptr_t)meta;
+	iov[1].iov_len = meta_len;
+	iov[2].iov_base = (void *)(uintptr_t)buf;
+	iov[2].iov_len = len;
+
 	blobs_dir(b, id, dir);
 	blobs_pathf(path, "%s/%s", dir, id);
 	if ((fd = blobs_open_new(b, dir, path, &why)) == -1)
 		goto fail;
-	while (len > 0) {
-		if ((w = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			why = xasprintf("write %s: %s", path, strerror(errno));
-			close(fd);
-			unlink(path);
-			goto fail;
-		}
-		p += w;
-		len -= (size_t)w;
+	if (blobs_writev_all(fd, iov, 3) == -1) {
+		why = xasprintf("write %s: %s", path, strerror(errno));
+		close(fd);
+		unlink(path);
+		goto fail;
 	}
 	*fdp = fd;
 	return 0;
@@ -258,58 +403,186 @@ fail:
 	return -1;
 }
 
-/* Reads a whole blob into a new buffer. */
+/* Reads up to len bytes at off; *got: OUT how many (short at the end). */
+static int
+blobs_pread(int fd, void *buf, size_t len, off_t off, size_t *got)
+{
+	ssize_t	r;
+
+	*got = 0;
+	while (*got < len) {
+		r = pread(fd, (uint8_t *)buf + *got, len - *got,
+		    off + (off_t)*got);
+		if (r == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		*got += (size_t)r;
+	}
+	return 0;
+}
+
+/*
+ * Reads and checks the header of the blob open as fd (size bytes): 0 with
+ * *meta (free; NULL if meta is NULL, the check still done), *meta_len,
+ * *off and *len of the uploaded bytes; 2 for a blob without header (*off
+ * 0, *len its size); -1 damaged or unreadable, *why says which.
+ */
+static int
+blobs_read_head(int fd, uint64_t size, uint8_t **meta, size_t *meta_len,
+    uint64_t *off, uint64_t *len, char **why)
+{
+	uint8_t		 head[BLOBS_HEAD_LEN], *m = NULL;
+	uint64_t	 mlen, want;
+	size_t		 got;
+
+	*off = 0;
+	*len = size;
+	if (blobs_pread(fd, head, sizeof head, 0, &got) == -1)
+		return xcause(why, "read: %s", strerror(errno));
+	if (got < BLOBS_MAGIC_LEN || memcmp(head, BLOBS_MAGIC,
+	    BLOBS_MAGIC_LEN) != 0)
+		return 2;
+	if (got < sizeof head)
+		return xcause(why, "header cut short (%zu of %d bytes)", got,
+		    BLOBS_HEAD_LEN);
+	mlen = blobs_get_le(head + 8, 4);
+	*len = blobs_get_le(head + 16, 8);
+	if (mlen > BLOBS_META_MAX)
+		return xcause(why, "header claims %llu bytes of metadata, "
+		    "more than %d", (unsigned long long)mlen, BLOBS_META_MAX);
+	if (*len > size)
+		return xcause(why, "cut short: its header says %llu bytes of "
+		    "profile, the file has %llu", (unsigned long long)*len,
+		    (unsigned long long)size);
+	want = BLOBS_HEAD_LEN + mlen + *len;
+	if (want != size)
+		return xcause(why, "%s: the file has %llu bytes, its header "
+		    "says %llu", want > size ? "cut short" : "too long",
+		    (unsigned long long)size, (unsigned long long)want);
+	m = xmalloc(mlen + 1);
+	if (blobs_pread(fd, m, mlen, BLOBS_HEAD_LEN, &got) == -1 ||
+	    got != mlen) {
+		free(m);
+		return xcause(why, "read header: %s", got != mlen ?
+		    "cut short" : strerror(errno));
+	}
+	if (blobs_head_crc(head, m, mlen) != blobs_get_le(head + 12, 4)) {
+		free(m);
+		return xcause(why, "header checksum mismatch");
+	}
+	*off = BLOBS_HEAD_LEN + mlen;
+	*meta_len = mlen;
+	if (meta != NULL)
+		*meta = m;
+	else
+		free(m);
+	return 0;
+}
+
+/* Opens blob id for reading: fd, or -1 with errno (ENOENT: none). */
+static int
+blobs_open_read(struct blobs *b, const char *id, struct stat *st,
+    char **cause)
+{
+	char	path[PATH_MAX];
+	int	fd;
+
+	blobs_pathf(path, "%s/%.2s/%s", b->root, id, id);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT || errno == ENOTDIR) {
+			errno = ENOENT;
+			return -1;
+		}
+		xcause(cause, "read blob %s: open %s: %s", id, path,
+		    strerror(errno));
+		errno = EIO;
+		return -1;
+	}
+	if (fstat(fd, st) == -1) {
+		xcause(cause, "read blob %s: fstat: %s", id, strerror(errno));
+		close(fd);
+		errno = EIO;
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads the uploaded bytes of a blob into a new buffer. */
 int
 blobs_read(struct blobs *b, const char *id, uint8_t **buf, size_t *len,
     char **cause)
 {
-	char		 path[PATH_MAX];
 	struct stat	 st;
 	uint8_t		*data = NULL;
-	size_t		 size, got = 0;
-	ssize_t		 r;
+	uint64_t	 off, n;
+	size_t		 mlen, got;
+	char		*why = NULL;
 	int		 fd;
 
 	*buf = NULL;
 	*len = 0;
 	if (!blobs_id_valid(id))
 		return 1;
-	blobs_pathf(path, "%s/%.2s/%s", b->root, id, id);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return 1;
-		return xcause(cause, "read blob %s: open %s: %s", id, path,
-		    strerror(errno));
-	}
-	if (fstat(fd, &st) == -1) {
-		xcause(cause, "read blob %s: fstat: %s", id, strerror(errno));
+	if ((fd = blobs_open_read(b, id, &st, cause)) == -1)
+		return errno == ENOENT ? 1 : -1;
+	if (blobs_read_head(fd, (uint64_t)st.st_size, NULL, &mlen, &off, &n,
+	    &why) == -1) {
+		xcause(cause, "read blob %s: damaged: %s", id, why);
 		goto fail;
 	}
-	size = (size_t)st.st_size;
-	data = xmalloc(size);
-	while (got < size) {
-		if ((r = read(fd, data + got, size - got)) == -1) {
-			if (errno == EINTR)
-				continue;
-			xcause(cause, "read blob %s: %s", id, strerror(errno));
-			goto fail;
-		}
-		if (r == 0) {
-			xcause(cause, "read blob %s: short read (%zu of %zu "
-			    "bytes)", id, got, size);
-			goto fail;
-		}
-		got += (size_t)r;
+	data = xmalloc(n > 0 ? n : 1);
+	if (blobs_pread(fd, data, n, (off_t)off, &got) == -1) {
+		xcause(cause, "read blob %s: %s", id, strerror(errno));
+		goto fail;
+	}
+	if (got != n) {
+		xcause(cause, "read blob %s: short read (%zu of %llu bytes)",
+		    id, got, (unsigned long long)n);
+		goto fail;
 	}
 	close(fd);
 	*buf = data;
-	*len = size;
+	*len = n;
 	return 0;
 
 fail:
+	free(why);
 	free(data);
 	close(fd);
 	return -1;
+}
+
+/* Reads only the header (the metadata) of a blob. */
+int
+blobs_read_meta(struct blobs *b, const char *id, uint8_t **meta,
+    size_t *meta_len, size_t *len, char **cause)
+{
+	struct stat	 st;
+	uint64_t	 off, n;
+	char		*why = NULL;
+	int		 fd, rc;
+
+	*meta = NULL;
+	*meta_len = 0;
+	*len = 0;
+	if (!blobs_id_valid(id))
+		return 1;
+	if ((fd = blobs_open_read(b, id, &st, cause)) == -1)
+		return errno == ENOENT ? 1 : -1;
+	rc = blobs_read_head(fd, (uint64_t)st.st_size, meta, meta_len, &off,
+	    &n, &why);
+	close(fd);
+	if (rc == -1) {
+		xcause(cause, "%s", why);
+		free(why);
+		return -1;
+	}
+	*len = n;
+	return rc;
 }
 
 /* Removes blob id; with sync, the removal is made durable. */

@@ -10,7 +10,10 @@
  * orphan blobs, which the next open removes (or moves aside when there are
  * more than a crash can leave, see recover.c), never a row that points
  * nowhere. A missing meta.db beside existing blobs is refused, not
- * recreated.
+ * recreated: each blob carries its row in its header (blobmeta.c), and
+ * store_rebuild (meta_rebuild.c) makes meta.db again from them. The data
+ * directory is locked while open, so a rebuild or a second profd cannot
+ * work on it at the same time.
  */
 #include <sys/stat.h>
 
@@ -21,7 +24,9 @@
 
 #include "common/log.h"
 #include "common/xmalloc.h"
+#include "storage/blobmeta.h"
 #include "storage/blobs.h"
+#include "storage/meta_rebuild.h"
 #include "storage/meta_sqlite.h"
 #include "storage/recover.h"
 #include "storage/store_ops.h"
@@ -103,7 +108,8 @@ embedded_open(const char *data_dir, size_t orphan_limit,
 	if (embedded_mkdirs(data_dir, cause) == -1)
 		return NULL;
 	e = xcalloc(1, sizeof *e);
-	if ((e->blobs = blobs_open(data_dir, cause)) == NULL)
+	if ((e->blobs = blobs_open(data_dir, cause)) == NULL ||
+	    blobs_lock(e->blobs, cause) == -1)
 		goto fail;
 	path = xasprintf("%s/meta.db", data_dir);
 	if (stat(path, &sb) == -1 && errno == ENOENT &&
@@ -144,6 +150,8 @@ embedded_put(void *be, const struct profile_meta *m, const void *blob,
 	struct profile_meta	 row;
 	struct embedded_blob	 eb;
 	char			*why = NULL, *why2 = NULL;
+	uint8_t			*meta = NULL;
+	size_t			 meta_len = 0;
 	int			 rc;
 
 	if (m == NULL || !blobs_id_valid(m->id))
@@ -157,11 +165,15 @@ embedded_put(void *be, const struct profile_meta *m, const void *blob,
 	if (blob == NULL && len > 0)
 		return xcause(cause, "store profile %s: no bytes", m->id);
 
-	if (blobs_create(e->blobs, m->id, blob, len, &eb.fd, cause) == -1)
-		return -1;
-	eb.id = m->id;
 	row = *m;
 	row.size = (int64_t)len;	/* the blob is the bytes as uploaded */
+	blobmeta_encode(&row, &meta, &meta_len);
+	rc = blobs_create(e->blobs, m->id, meta, meta_len, blob, len, &eb.fd,
+	    cause);
+	free(meta);
+	if (rc == -1)
+		return -1;
+	eb.id = m->id;
 	rc = meta_sqlite_insert_checked(e->meta, &row, embedded_check, &eb,
 	    &why);
 	close(eb.fd);
@@ -276,4 +288,5 @@ const struct store_ops embedded_store_ops = {
 	.labels = embedded_labels,
 	.delete_before = embedded_delete_before,
 	.totals = embedded_totals,
+	.rebuild = meta_rebuild_run,
 };

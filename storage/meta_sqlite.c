@@ -352,6 +352,44 @@ meta_sqlite_close(struct meta_sqlite *ms)
 	free(ms);
 }
 
+/* Counts the rows of profiles in the file at path, read-only. */
+int
+meta_sqlite_count_file(const char *path, int64_t *rows, char **cause)
+{
+	sqlite3		*db = NULL;
+	sqlite3_stmt	*s = NULL;
+	int		 rc, ret = -1;
+
+	*rows = 0;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) !=
+	    SQLITE_OK) {
+		xcause(cause, "open %s: %s", path, db ? sqlite3_errmsg(db) :
+		    "out of memory");
+		goto out;
+	}
+	sqlite3_busy_timeout(db, META_BUSY_TIMEOUT_MS);
+	rc = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE "
+	    "type = 'table' AND name = 'profiles'", -1, &s, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_DONE) {
+		ret = 0;	/* no profiles table: nothing in it */
+		goto out;
+	}
+	sqlite3_finalize(s);
+	s = NULL;
+	if ((rc != SQLITE_ROW && rc != SQLITE_OK) ||
+	    sqlite3_prepare_v2(db, "SELECT count(*) FROM profiles", -1, &s,
+	    NULL) != SQLITE_OK || sqlite3_step(s) != SQLITE_ROW) {
+		meta_sqlite_error(db, cause, path);
+		goto out;
+	}
+	*rows = sqlite3_column_int64(s, 0);
+	ret = 0;
+out:
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return ret;
+}
+
 /* Takes an idle reader connection or opens a new one. */
 struct meta_conn *
 meta_sqlite_conn_get(struct meta_sqlite *ms, char **cause)

@@ -16,6 +16,11 @@ struct meta_sqlite;
 /* Opens (creating schema if needed) the database at path. */
 struct meta_sqlite	*meta_sqlite_open(const char *path, char **cause);
 void			 meta_sqlite_close(struct meta_sqlite *);
+/*
+ * Counts the profiles in the database file at path without writing to
+ * it (read-only; a database without a profiles table holds 0).
+ */
+int	meta_sqlite_count_file(const char *path, int64_t *rows, char **cause);
 
 /*
  * Inserts one row durably, group-committed with concurrent callers:

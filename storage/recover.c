@@ -15,7 +15,9 @@
  * the move is logged. If meta.db has no rows at all and there are more
  * blobs than that, or meta.db did not exist and there is any blob
  * (recover_check_new, before meta.db is created), the store refuses to
- * open: the operator must restore meta.db or move the blobs aside. An
+ * open, naming the remedies: profd --rebuild-meta (meta_rebuild.c), which
+ * rebuilds meta.db from the metadata in the blob headers, restoring
+ * meta.db from a backup, or moving the blobs aside. An
  * empty meta.db with only a few blobs is a crash before the first commit:
  * those are moved aside too, since no row says they were ever accepted.
  *
@@ -38,9 +40,10 @@
 
 #define RECOVER_LOG_MAX	10	/* missing blobs named in the log */
 
-#define RECOVER_REMEDY	"restore meta.db (with its -wal file) from a " \
-	"backup, or move %s/blobs aside (e.g. mv %s/blobs %s/blobs.saved) to " \
-	"start with an empty store"
+#define RECOVER_REMEDY	"run profd --rebuild-meta --data-dir %s (with " \
+	"the same --config, if any) to rebuild meta.db from the metadata the " \
+	"blobs carry, then start profd again; or restore meta.db (with its " \
+	"-wal file) from a backup; or move %s/blobs aside to start empty"
 
 struct recover_state {
 	const char		*ids;	/* n sorted records of STORE_ID_LEN */
@@ -171,7 +174,7 @@ recover_check_new(struct blobs *b, const char *data_dir, char **cause)
 	return xcause(cause, "refusing to start: %s/meta.db does not exist "
 	    "but %s/blobs holds %zu profile blobs, which a new database would "
 	    "not know; " RECOVER_REMEDY, data_dir, data_dir, n, data_dir,
-	    data_dir, data_dir);
+	    data_dir);
 }
 
 /* Moves the orphans into DATA_DIR/orphans; failures leave them in place. */
@@ -199,9 +202,10 @@ recover_move_orphans(struct recover_state *st, struct blobs *b,
 		free(why);
 	}
 	log_warn("%s: %zu blobs with no row in meta.db (more than a crash "
-	    "leaves): moved %zu of them to %s/xx/ID, nothing deleted; move "
-	    "them back only together with their rows", __func__,
-	    st->norphans, rec->orphan_blobs_moved, dest);
+	    "leaves): moved %zu of them to %s/xx/ID, nothing deleted; "
+	    "profd --rebuild-meta (on a missing or empty meta.db) brings "
+	    "them back with their rows", __func__, st->norphans,
+	    rec->orphan_blobs_moved, dest);
 	free(dest);
 }
 
@@ -228,7 +232,7 @@ recover_run(struct meta_sqlite *ms, struct blobs *b, const char *data_dir,
 		xcause(cause, "refusing to start: %s/meta.db has no profiles "
 		    "but %s/blobs holds %zu profile blobs, more than a crash "
 		    "can leave (%zu); " RECOVER_REMEDY, data_dir, data_dir,
-		    st.norphans, orphan_limit, data_dir, data_dir, data_dir);
+		    st.norphans, orphan_limit, data_dir, data_dir);
 		goto out;
 	}
 	for (i = 0; i < st.ntemps; i++)

@@ -106,6 +106,18 @@ store_totals(struct store *st, int64_t *profiles, int64_t *bytes,
 	return st->ops->totals(st->be, profiles, bytes, cause);
 }
 
+/* Rebuilds the metadata of the store in data_dir (not open). */
+int
+store_rebuild(const char *data_dir, store_legacy_cb legacy, void *arg,
+    struct store_rebuild *rep, char **cause)
+{
+	const struct store_ops	*ops = &embedded_store_ops;
+
+	if (data_dir == NULL || *data_dir == '\0')
+		return xcause(cause, "rebuild: no data directory");
+	return ops->rebuild(data_dir, legacy, arg, rep, cause);
+}
+
 /* Frees the members of *m. */
 void
 store_meta_clear(struct profile_meta *m)

@@ -72,10 +72,11 @@ struct store	*store_open(const char *data_dir, size_t orphan_limit,
 void		 store_close(struct store *);
 
 /*
- * Stores the bytes and the metadata durably: blob to a temp file, fsync,
- * rename, then the row (group-committed with concurrent puts). Returns 0
- * once both are on disk, -1 with *cause otherwise (then nothing is left).
- * The stored size is len (m->size is not used); an existing id fails.
+ * Stores the bytes and the metadata durably: the blob (with a copy of the
+ * row in its header, for store_rebuild), then the row, group-committed
+ * with concurrent puts. Returns 0 once both are on disk, -1 with *cause
+ * otherwise (then nothing is left). The stored size is len (m->size is
+ * not used); an existing id fails.
  */
 int	store_put(struct store *, const struct profile_meta *m,
 	    const void *blob, size_t len, char **cause);
@@ -115,6 +116,43 @@ int	store_delete_before(struct store *, int64_t cutoff, size_t batch,
 /* Totals for /metrics: number of profiles and bytes of blobs. */
 int	store_totals(struct store *, int64_t *profiles, int64_t *bytes,
 	    char **cause);
+
+/*
+ * Fills the row of a blob that carries no metadata (written by a version
+ * before blob headers) from its bytes: m->id and m->size are set; the
+ * callback sets everything else it can (service, type, created_at, ...).
+ * Returns 0, or -1 with *cause to leave the blob out.
+ */
+typedef int (*store_legacy_cb)(const uint8_t *buf, size_t len,
+    struct profile_meta *m, void *arg, char **cause);
+
+/* What store_rebuild did: rows written, blobs left out and why. */
+struct store_rebuild {
+	size_t	rebuilt;		/* rows written, all kinds */
+	size_t	from_orphans;		/* ... of blobs moved back from orphans/ */
+	size_t	legacy;			/* ... of blobs without metadata */
+	size_t	skipped;		/* blobs left out, the sum of: */
+	size_t	skipped_damaged;	/* header cut short, bad checksum, size */
+	size_t	skipped_bad_meta;	/* metadata that does not decode */
+	size_t	skipped_wrong_id;	/* metadata of another id */
+	size_t	skipped_legacy;		/* no metadata, legacy_cb refused it */
+	size_t	skipped_duplicate;	/* in orphans/ and blobs/ both */
+	size_t	skipped_unreadable;	/* I/O errors, moves that failed */
+	size_t	moved_aside;		/* skipped blobs moved to orphans/ */
+	size_t	bytes;			/* sum of the rows' sizes */
+};
+
+/*
+ * Rebuilds DATA_DIR/meta.db from the metadata the blobs carry, taking
+ * blobs/ and orphans/ (moving those it takes back into blobs/), then
+ * exits; the store must not be open (the data directory is locked). A
+ * meta.db holding rows is refused, never replaced; a new one is built
+ * beside it and renamed into place only when complete. Blobs left out
+ * are moved to orphans/, never deleted. Blobs without metadata go to
+ * legacy (NULL: left out). *rep says what was done; see meta_rebuild.c.
+ */
+int	store_rebuild(const char *data_dir, store_legacy_cb legacy, void *arg,
+	    struct store_rebuild *rep, char **cause);
 
 /* Frees an array of strings returned by store_services/store_labels. */
 void	store_strings_free(char **, size_t);

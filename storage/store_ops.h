@@ -31,6 +31,10 @@ struct store_ops {
 			    size_t batch, size_t *deleted, char **cause);
 	int		 (*totals)(void *be, int64_t *profiles, int64_t *bytes,
 			    char **cause);
+	/* Not on an open store: rebuilds its metadata (store_rebuild). */
+	int		 (*rebuild)(const char *data_dir, store_legacy_cb legacy,
+			    void *arg, struct store_rebuild *rep,
+			    char **cause);
 };
 
 /* The embedded backend: storage/embedded.c. */

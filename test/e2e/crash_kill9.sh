@@ -5,7 +5,9 @@
 # listed and read back byte-identical, meta.db and blobs/ must hold exactly
 # the same ids (no row without a blob, no blob without a row), no start may
 # have reported a profile without its blob, and SQLite's integrity_check
-# must say ok.
+# must say ok. Finally meta.db is removed and rebuilt from the blobs
+# (profd --rebuild-meta): the same rows come back, every acknowledged
+# upload among them.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 [ -d "$PROFD_CORPUS" ] || skip_all "corpus not found at $PROFD_CORPUS"
 command -v jq >/dev/null || skip_all "jq not installed"
@@ -139,4 +141,21 @@ is "$(sqlite3 "$PROFD_DIR/meta.db" 'SELECT count(*) FROM profiles p WHERE (SELEC
 # still a working daemon: a fresh upload and read-back
 upload "${files[0]}" "service=crash&type=other" > /dev/null
 is "$HTTP_CODE" 200 "upload after the crashes"
+
+# every acknowledged upload can be rebuilt from its blob alone
+profd_stop
+sqlite3 "$PROFD_DIR/meta.db" 'SELECT id, service, type, created_at, size FROM profiles ORDER BY id' > "$T_TMP/rows.before"
+labels_before=$(sqlite3 "$PROFD_DIR/meta.db" 'SELECT count(*) FROM profile_labels')
+rm -f "$PROFD_DIR"/meta.db*
+"$PROFD" --rebuild-meta --data-dir "$PROFD_DIR" > "$T_TMP/rebuild.out" 2>&1
+is "$?" 0 "profd --rebuild-meta after the crashes"
+sed -n 's/^profd: /# /p' "$T_TMP/rebuild.out"
+sqlite3 "$PROFD_DIR/meta.db" 'SELECT id, service, type, created_at, size FROM profiles ORDER BY id' > "$T_TMP/rows.after"
+check "the rebuilt meta.db holds the same rows" cmp -s "$T_TMP/rows.before" "$T_TMP/rows.after"
+is "$(sqlite3 "$PROFD_DIR/meta.db" 'SELECT count(*) FROM profile_labels')" \
+    "$labels_before" "and their labels"
+profd_start --workers 2 || { not_ok "profd starts after the rebuild"; done_testing; }
+api "/api/0/profiles?service=crash&$W&limit=100000" > /dev/null
+echo "$BODY" | jq -r '.body[].id' | sort > "$T_TMP/listed2"
+is "$(comm -23 "$T_TMP/acked" "$T_TMP/listed2" | wc -l)" 0 "every acknowledged upload is listed after the rebuild"
 done_testing

@@ -106,6 +106,11 @@ test_flags(void)
 	config_clear(&c);
 	rc = parse(&c, &cause, "--retention", "0", NULL);
 	ok(rc == 0 && c.retention_ns == 0, "--retention 0 keeps forever");
+	ok(!c.rebuild_meta, "no --rebuild-meta: serve");
+	config_clear(&c);
+	rc = parse(&c, &cause, "--data-dir", "/d", "--rebuild-meta", NULL);
+	ok(rc == 0 && c.rebuild_meta && strcmp(c.data_dir, "/d") == 0,
+	    "--rebuild-meta takes no value and keeps --data-dir");
 	config_clear(&c);
 	rc = parse(&c, &cause, "--max-merges", "3", "--request-timeout", "2",
 	    NULL);
@@ -237,6 +242,8 @@ test_bad_files(void)
 	    "zero sweep interval refused");
 	ok(file_fails("config = other.conf\n", "unknown setting \"config\""),
 	    "a config file cannot include another");
+	ok(file_fails("rebuild-meta = 1\n", "unknown setting \"rebuild-meta\""),
+	    "--rebuild-meta is no config key (a file would rebuild each start)");
 }
 
 /* A bad or missing file fails the whole parse, with the line. */

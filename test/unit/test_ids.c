@@ -1,5 +1,6 @@
 /*
- * Unit tests for collector/ids.c: format, time order, uniqueness.
+ * Unit tests for collector/ids.c: format, time order, uniqueness, the
+ * time read back out of an id.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -42,5 +43,11 @@ main(void)
 	ok(dups == 0, "10,000 ids in one millisecond are distinct");
 	ok(strncmp(ids[0], ids[9999], 9) == 0,
 	    "same millisecond shares the time prefix");
+	ok(ids_time_ms(a) == 1700000000000 && ids_time_ms(b) == 1700000000001,
+	    "ids_time_ms reads the time back");
+	ids_new(0xffffffffffffLL, a);
+	ok(ids_time_ms(a) == 0xffffffffffffLL, "... also the largest 48 bits");
+	ok(ids_time_ms("ABCDEFGHIJKLMNOPQRST") == -1 && ids_time_ms("01") == -1,
+	    "... and -1 for what is not an id");
 	return tap_done();
 }
