@@ -14,6 +14,7 @@ struct config;
 struct event_base;
 struct store;
 struct pool;
+struct budget;
 struct metrics;
 struct conns;
 struct httpjob;
@@ -24,6 +25,7 @@ struct env {
 	struct store		*store;
 	struct pool		*pool;		/* CPU work */
 	struct pool		*io_pool;	/* blocking writes */
+	struct budget		*merge_budget;	/* --merge-memory */
 	struct metrics		*metrics;
 	struct conns		*conns;		/* open connections */
 

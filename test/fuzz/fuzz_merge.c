@@ -98,7 +98,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 
 	/* One merge fed both inputs, as a single-worker merge does. */
-	seq = merge_new();
+	seq = merge_new(NULL);
 	for (i = 0; i < 2; i++)
 		if (p[i] != NULL && fuzz_merge_add(seq, p[i]) != 0)
 			ok_seq = 0;
@@ -107,7 +107,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* A merge per input joined by merge_combine, as parallel shares are. */
 	for (i = 0; i < 2; i++) {
-		one[i] = merge_new();
+		one[i] = merge_new(NULL);
 		if (p[i] != NULL && fuzz_merge_add(one[i], p[i]) != 0)
 			FUZZ_ASSERT(!"a lone input never mismatches");
 	}

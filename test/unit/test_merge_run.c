@@ -114,7 +114,7 @@ run(struct pool *pool, struct files *fs, int *code, char **cause)
 
 	*code = 0;
 	free(last_skips.first);
-	if (merge_run(pool, fs->n, files_fetch, fs, 0, &fs->cancel, &out, &len,
+	if (merge_run(pool, NULL, fs->n, files_fetch, fs, 0, &fs->cancel, &out, &len,
 	    &last_skips, code, cause) != 0)
 		return NULL;
 	p = tl_decode_gz(out, len);
@@ -130,7 +130,7 @@ run(struct pool *pool, struct files *fs, int *code, char **cause)
 static char *
 reference(struct files *fs)
 {
-	struct merge *m = merge_new();
+	struct merge *m = merge_new(NULL);
 	char *c;
 
 	for (size_t i = 0; i < fs->n; i++) {
@@ -375,7 +375,7 @@ test_errors(struct pool *pool)
 	files_free(fs);
 
 	fs = files_new(bomb);
-	code = merge_run(NULL, fs->n, files_fetch, fs, 1 << 20, NULL,
+	code = merge_run(NULL, NULL, fs->n, files_fetch, fs, 1 << 20, NULL,
 	    (uint8_t **)&c, &(size_t){ 0 }, NULL, &k, &cause);
 	ok(code == -1 && k == 500 && cause != NULL &&
 	    strstr(cause, "exceeds 1048576") != NULL,
@@ -394,7 +394,7 @@ test_errors(struct pool *pool)
 	files_free(fs);
 
 	code = 0;
-	ok(merge_run(pool, 0, files_fetch, NULL, 0, NULL, (uint8_t **)&c,
+	ok(merge_run(pool, NULL, 0, files_fetch, NULL, 0, NULL, (uint8_t **)&c,
 	    &(size_t){ 0 }, NULL, &code, &cause) == -1 && code == 404,
 	    "no inputs is 404");
 	free(cause);
