@@ -92,7 +92,7 @@ budget_acct_done(struct budget_acct *a)
 		atomic_fetch_sub(&a->budget->used, held);
 }
 
-/* The account's first failure; *want (may be NULL) gets its request. */
+/* The account's latest failure; *want (may be NULL) gets its request. */
 enum budget_fail
 budget_acct_fail(const struct budget_acct *a, size_t *want)
 {
@@ -103,14 +103,12 @@ budget_acct_fail(const struct budget_acct *a, size_t *want)
 	return (enum budget_fail)atomic_load(&w->fail);
 }
 
-/* Records the account's first failure. */
+/* Records the account's latest failure. */
 static void
 budget_failed(struct budget_acct *a, enum budget_fail why, size_t want)
 {
-	int expect = BUDGET_OK;
-
-	if (atomic_compare_exchange_strong(&a->fail, &expect, (int)why))
-		atomic_store(&a->fail_want, want);
+	atomic_store(&a->fail_want, want);
+	atomic_store(&a->fail, (int)why);
 }
 
 /* Reserves n bytes, never letting the budget pass its limit. */

@@ -6,8 +6,8 @@
  * them back when it frees them, and a reservation that would pass the
  * limit fails instead of allocating. The allocation helpers below never
  * abort: they return NULL when the budget or malloc refuses, and the
- * account remembers which (see budget_acct_fail), so one task fails and
- * the process goes on. Everything is safe from any thread.
+ * account remembers why (see budget_acct_fail), so one task fails and the
+ * process goes on. Everything is safe from any thread.
  */
 #ifndef PROFD_BUDGET_H
 #define PROFD_BUDGET_H
@@ -17,7 +17,7 @@
 
 struct budget;
 
-/* Why an account's first reservation or allocation failed. */
+/* Why an account's latest failed reservation or allocation failed. */
 enum budget_fail {
 	BUDGET_OK = 0,
 	BUDGET_OVER,	/* the task alone would need more than the limit */
@@ -30,7 +30,7 @@ struct budget_acct {
 	struct budget	*budget;	/* NULL: counts, never refuses */
 	atomic_size_t	 held;		/* bytes reserved now */
 	atomic_size_t	 peak;		/* most bytes reserved at once */
-	atomic_int	 fail;		/* first enum budget_fail */
+	atomic_int	 fail;		/* latest enum budget_fail */
 	atomic_size_t	 fail_want;	/* the request that failed */
 };
 
@@ -46,7 +46,7 @@ size_t		 budget_peak(const struct budget *);
 void		 budget_acct_init(struct budget_acct *, struct budget *b);
 /* Ends an account, giving back anything still reserved. */
 void		 budget_acct_done(struct budget_acct *);
-/* The first failure (BUDGET_OK if none) and the request that failed. */
+/* The latest failure (BUDGET_OK if none) and the request that failed. */
 enum budget_fail budget_acct_fail(const struct budget_acct *, size_t *want);
 
 /*

@@ -11,8 +11,13 @@
  * and samples there are. Every byte of it (the stored and inflated input,
  * the reader's tables, the merges, the result) is charged to one budget
  * account for the run, drawn from the budget the caller passes (shared
- * by all merges of the daemon); when it refuses, the run stops with 413
- * (this merge alone needs more than the budget) or 503 (others hold it).
+ * by all merges of the daemon). When the budget refuses a participant
+ * while others of the run are still at work, it gives up rather than fail
+ * the run, since the merge might fit without parallel shares: it drops its
+ * merge and hands every input it had folded in, and the one it was on,
+ * back; once alone, the caller merges them itself, one at a time. Only a
+ * refusal to a participant working alone stops the run, with 413 (this
+ * merge alone needs more than the budget) or 503 (others hold it).
  * When the counter runs out the
  * caller closes the run, waits only for helpers that had already joined,
  * and combines their merges into its own. A helper that starts after the
@@ -65,12 +70,20 @@ struct merge_run_state {
 	atomic_size_t		 next;		/* next unclaimed input */
 	atomic_int		 stop;		/* failure or cancel */
 	struct merge_run_skips	 skips;		/* under lock */
+	size_t			*retry;		/* inputs helpers gave back */
+	size_t			 nretry;	/* (under lock) */
 };
 
 /* What one participant owns while it works. */
 struct merge_run_share {
-	struct merge		*m;
+	struct merge		*m;		/* NULL once it gave up */
+	int			 helper;
+	size_t			*done;		/* the inputs in m */
+	size_t			 ndone;
 };
+
+/* What merge_run_one says when a participant gave up for memory. */
+#define MERGE_RUN_GAVE_UP	1
 
 struct merge_run_job {
 	struct pool_job		 job;
@@ -98,6 +111,7 @@ merge_run_unref(struct merge_run_state *st)
 	}
 	free(st->types);
 	free(st->units);
+	free(st->retry);
 	pthread_cond_destroy(&st->cond);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
@@ -146,6 +160,40 @@ merge_run_fail_memory(struct merge_run_state *st)
 	}
 }
 
+/*
+ * True if a participant the budget refused (on input i) should give up
+ * rather than fail the run: it is a helper (the caller works on), or the
+ * caller while helpers still work. Then its merge goes, and i and the
+ * inputs in it go back for the caller to merge alone at the end.
+ */
+static int
+merge_run_give_up(struct merge_run_state *st, struct merge_run_share *sh,
+    size_t i)
+{
+	int others;
+
+	pthread_mutex_lock(&st->lock);
+	others = st->active > 0;
+	pthread_mutex_unlock(&st->lock);
+	if (!sh->helper && !others)
+		return 0;
+	log_debug("%s: a %s gives %zu inputs back for want of memory",
+	    __func__, sh->helper ? "helper" : "caller", sh->ndone + 1);
+	merge_free(sh->m);
+	sh->m = NULL;
+	pthread_mutex_lock(&st->lock);
+	st->retry = xreallocarray(st->retry, st->nretry + sh->ndone + 1,
+	    sizeof *st->retry);
+	if (sh->ndone > 0)
+		memcpy(st->retry + st->nretry, sh->done,
+		    sh->ndone * sizeof *sh->done);
+	st->nretry += sh->ndone;
+	st->retry[st->nretry++] = i;
+	pthread_mutex_unlock(&st->lock);
+	sh->ndone = 0;
+	return 1;
+}
+
 /* Leaves input i out as damaged (takes why), logging and counting it. */
 static void
 merge_run_skip(struct merge_run_state *st, size_t i, char *why)
@@ -164,7 +212,8 @@ merge_run_skip(struct merge_run_state *st, size_t i, char *why)
 /*
  * Fetches, inflates and merges input i into the share. An input that is
  * gone or damaged is left out; a sample type mismatch (422), a cancel
- * (499) or the budget (413, 503) fails the run.
+ * (499) or the budget (413, 503) fails the run, except that a participant
+ * the budget refuses while others work gives up (MERGE_RUN_GAVE_UP).
  */
 static int
 merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
@@ -217,11 +266,19 @@ merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
 		else
 			merge_run_skip(st, i, xasprintf("stored profile %zu no "
 			    "longer decodes: %s", i, why));
+	} else {
+		sh->done = xreallocarray(sh->done, sh->ndone + 1,
+		    sizeof *sh->done);
+		sh->done[sh->ndone++] = i;
 	}
 	goto out;
 memory:
-	merge_run_fail_memory(st);
-	rc = -1;
+	if (merge_run_give_up(st, sh, i))
+		rc = MERGE_RUN_GAVE_UP;
+	else {
+		merge_run_fail_memory(st);
+		rc = -1;
+	}
 out:
 	if (raw != NULL)
 		budget_dealloc(&st->acct, raw, rawlen);
@@ -253,10 +310,12 @@ merge_run_share_loop(struct merge_run_state *st, struct merge_run_share *sh)
 
 /* Prepares a participant's private state. */
 static void
-merge_run_share_init(struct merge_run_state *st, struct merge_run_share *sh)
+merge_run_share_init(struct merge_run_state *st, struct merge_run_share *sh,
+    int helper)
 {
 	memset(sh, 0, sizeof *sh);
 	sh->m = merge_new(&st->acct);
+	sh->helper = helper;
 	merge_set_cancel(sh->m, st->cancel);
 }
 
@@ -264,6 +323,8 @@ merge_run_share_init(struct merge_run_state *st, struct merge_run_share *sh)
 static void
 merge_run_share_done(struct merge_run_share *sh, int keep_merge)
 {
+	free(sh->done);
+	sh->done = NULL;
 	if (!keep_merge) {
 		merge_free(sh->m);
 		sh->m = NULL;
@@ -287,15 +348,18 @@ merge_run_job_work(struct pool_job *job)
 	st->active++;
 	pthread_mutex_unlock(&st->lock);
 
-	merge_run_share_init(st, &sh);
+	merge_run_share_init(st, &sh, 1);
 	if (merge_expect_types(sh.m, st->ntypes,
 	    (const char *const *)st->types, (const char *const *)st->units,
-	    NULL) != 0)
-		merge_run_fail_memory(st);
-	else
+	    NULL) != 0) {
+		/* Not even that much memory: leave the work to the caller. */
+		merge_free(sh.m);
+		sh.m = NULL;
+	} else
 		merge_run_share_loop(st, &sh);
 	failed = atomic_load(&st->stop);
-	merge_run_share_done(&sh, !failed && merge_count(sh.m) > 0);
+	merge_run_share_done(&sh, !failed && sh.m != NULL &&
+	    merge_count(sh.m) > 0);
 
 	pthread_mutex_lock(&st->lock);
 	if (sh.m != NULL) {
@@ -314,6 +378,18 @@ static void
 merge_run_job_done(struct pool_job *job)
 {
 	free(job);
+}
+
+/* A new merge for the caller, which gave its own up. */
+static void
+merge_run_restart(struct merge_run_state *st, struct merge_run_share *sh)
+{
+	sh->m = merge_new(&st->acct);
+	merge_set_cancel(sh->m, st->cancel);
+	if (merge_expect_types(sh->m, st->ntypes,
+	    (const char *const *)st->types, (const char *const *)st->units,
+	    NULL) != 0)
+		merge_run_fail_memory(st);
 }
 
 /* Frees the helpers' merges (all have left: the run is closed). */
@@ -424,7 +500,7 @@ merge_run(struct pool *pool, struct budget *budget, size_t n,
 	atomic_init(&st->next, 0);
 	atomic_init(&st->stop, 0);
 
-	merge_run_share_init(st, &sh);
+	merge_run_share_init(st, &sh, 0);
 	/*
 	 * The first input that merges, alone: it fixes the order of the
 	 * sample types (inputs left out before it do not count).
@@ -451,8 +527,17 @@ merge_run(struct pool *pool, struct budget *budget, size_t n,
 		pthread_cond_wait(&st->cond, &st->lock);
 	pthread_mutex_unlock(&st->lock);
 
+	if (sh.m == NULL && !atomic_load(&st->stop))
+		merge_run_restart(st, &sh);
 	merge_run_join(st, &sh);
 	merge_run_free_results(st);
+	/* What was given back, alone now (no lock needed). */
+	for (i = 0; i < st->nretry && !atomic_load(&st->stop); i++) {
+		if (cancel != NULL && __atomic_load_n(cancel, __ATOMIC_RELAXED))
+			merge_run_fail(st, 499, xstrdup("merge cancelled"));
+		else
+			merge_run_one(st, &sh, st->retry[i]);
+	}
 	if (!atomic_load(&st->stop) && merge_count(sh.m) == 0) {
 		if (st->skips.damaged > 0)
 			merge_run_fail(st, 500, xasprintf("no profile could be "

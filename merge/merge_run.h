@@ -14,7 +14,8 @@ struct budget;
 /*
  * Returns the stored bytes (gzipped or raw pprof) of input i in a new
  * malloc'd buffer that merge_run frees. Called from several threads at
- * once, each i exactly once. Returns 1 when the input no longer exists
+ * once, each i once, or again after a helper short of memory gave it back
+ * (never twice at the same time). Returns 1 when the input no longer exists
  * (deleted since it was listed: it is left out), -1 with *cause set when
  * it cannot be read (it is skipped as damaged).
  */

@@ -33,6 +33,37 @@ merge_these(Perftools__Profiles__Profile **ps, size_t n, char **cause)
 	return m;
 }
 
+/* Results checked by raw_check, and how many differed. */
+static size_t raw_checked, raw_differed;
+
+/*
+ * merge_result_raw must write exactly what protobuf-c packs from
+ * merge_result's Profile: counted for the test at the end of main.
+ */
+static void
+raw_check(struct merge *m)
+{
+	const Perftools__Profiles__Profile *p = merge_result(m);
+	uint8_t *raw = NULL, *packed;
+	size_t len = 0, plen;
+
+	raw_checked++;
+	if (p == NULL || merge_result_raw(m, &raw, &len, NULL) != 0) {
+		raw_differed++;
+		return;
+	}
+	plen = perftools__profiles__profile__get_packed_size(p);
+	packed = xmalloc(plen);
+	perftools__profiles__profile__pack(p, packed);
+	if (plen != len || memcmp(packed, raw, len) != 0) {
+		printf("# merge_result_raw: %zu bytes, protobuf-c packs %zu\n",
+		    len, plen);
+		raw_differed++;
+	}
+	free(packed);
+	free(raw);
+}
+
 /* The canonical text of m's result after a gzip round trip. */
 static char *
 result_canon(struct merge *m, int aggregate, Perftools__Profiles__Profile **out)
@@ -42,6 +73,7 @@ result_canon(struct merge *m, int aggregate, Perftools__Profiles__Profile **out)
 	char *cause = NULL, *c;
 	Perftools__Profiles__Profile *p;
 
+	raw_check(m);
 	if (merge_result_gzip(m, &gz, &len, &cause) != 0) {
 		printf("# gzip: %s\n", cause);
 		free(cause);
@@ -372,8 +404,17 @@ test_header(void)
 	c->p.duration_nanos = 3;
 	c->p.period = 40;
 	c->p.default_sample_type = tb_str(c, "samples");
+	c->p.comment = xcalloc(2, sizeof *c->p.comment);
+	c->p.comment[0] = tb_str(c, "a comment");
+	c->p.comment[1] = tb_str(c, "another");
+	c->p.n_comment = 2;
+	c->p.doc_url = tb_str(c, "https://example.com/doc");
+	c->p.drop_frames = tb_str(c, "runtime\\..*");
 	m = merge_these(ps, 3, NULL);
+	raw_check(m);
 	r = merge_result(m);
+	ok(r->n_comment == 2 && strcmp(r->string_table[r->comment[1]],
+	    "another") == 0, "header: comments kept in order");
 	ok(r->time_nanos == 2000, "header: earliest nonzero time_nanos (%lld)",
 	    (long long)r->time_nanos);
 	ok(r->duration_nanos == 123, "header: durations summed (%lld)",
@@ -388,6 +429,9 @@ test_header(void)
 	    "header: first nonempty default_sample_type");
 	ok(strcmp(r->string_table[0], "") == 0, "header: string 0 is \"\"");
 	merge_free(m);
+	free(c->p.comment);
+	c->p.comment = NULL;
+	c->p.n_comment = 0;
 	tb_free(a);
 	tb_free(b);
 	tb_free(c);
@@ -772,5 +816,8 @@ main(void)
 	test_label_bomb(20000, 50);
 	test_label_bomb(40, 20000);
 	test_cancel_inside_input();
+	ok(raw_checked > 10 && raw_differed == 0, "merge_result_raw writes "
+	    "what protobuf-c packs from merge_result, in all %zu results "
+	    "checked (%zu differ)", raw_checked, raw_differed);
 	return tap_done();
 }
