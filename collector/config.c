@@ -50,6 +50,8 @@ static const struct config_option config_options[] = {
 	    "labels per profile (default 64)" },
 	{ "max-merge-profiles", CONFIG_INT, OFF(max_merge_profiles), 1,
 	    10000000, "profiles in one merge (default 10000)" },
+	{ "max-samples", CONFIG_INT, OFF(max_samples), 1, INT64_MAX,
+	    "samples per uploaded profile (default 1000000)" },
 	{ "merge-memory", CONFIG_SIZE, OFF(merge_memory), 0, 0,
 	    "memory all merges together may hold (default 512M)" },
 	{ "request-timeout", CONFIG_INT, OFF(request_timeout), 1, 86400,
@@ -86,6 +88,7 @@ config_defaults(struct config *c)
 	c->max_inflated = 256 * 1024 * 1024;
 	c->max_labels = 64;
 	c->max_merge_profiles = 10000;
+	c->max_samples = 1000000;
 	c->merge_memory = 512 * 1024 * 1024;
 	c->request_timeout = 60;
 	c->read_timeout = 60;

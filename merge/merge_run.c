@@ -150,8 +150,8 @@ merge_run_fail_memory(struct merge_run_state *st)
 		    "budget of %zu bytes", limit));
 		break;
 	case BUDGET_BUSY:
-		merge_run_fail(st, 503, xasprintf("other merges hold the "
-		    "memory budget of %zu bytes", limit));
+		merge_run_fail(st, 503, xstrdup("other merges hold the "
+		    "memory budget"));
 		break;
 	default:
 		merge_run_fail(st, 503, xasprintf("out of memory (%zu bytes "
