@@ -117,14 +117,14 @@ pprof_stream_count(const struct scan_field *f)
 static size_t
 pprof_stream_values(const struct scan_field *f, uint64_t *to)
 {
-	const uint8_t *q = f->p, *qend = f->p + f->len;
+	const uint8_t *q, *qend;
 	size_t n = 0;
 
 	if (f->wt != SCAN_LEN) {
 		to[0] = f->v;
 		return 1;
 	}
-	while (q < qend)
+	for (q = f->p, qend = f->p + f->len; q < qend;)
 		to[n++] = pprof_scan_wire_packed_next(&q);
 	return n;
 }
@@ -445,14 +445,16 @@ pprof_stream_sample(struct pprof_stream *s, struct pprof_stream_sample *sm)
 	for (p = e.p, end = e.p + e.len; pprof_scan_wire_next(&p, end, &f) > 0;) {
 		switch (f.num) {
 		case 1:
-			n = pprof_stream_count(&f);
+			if ((n = pprof_stream_count(&f)) == 0)
+				break;
 			if (budget_grow(s->acct, &s->locs, &s->locs_cap,
 			    nl + n, sizeof *s->locs) != 0)
 				return -1;
 			nl += pprof_stream_values(&f, &s->locs[nl]);
 			break;
 		case 2:
-			n = pprof_stream_count(&f);
+			if ((n = pprof_stream_count(&f)) == 0)
+				break;
 			if (budget_grow(s->acct, &s->vals, &s->vals_cap,
 			    nv + n, sizeof *s->vals) != 0)
 				return -1;

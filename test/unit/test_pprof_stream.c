@@ -1,8 +1,10 @@
 /*
  * Unit tests of the stream reader (proto/pprof_stream.c) and the wire
  * writer (proto/pprof_write.c). The reader must accept and refuse what
- * protobuf-c + pprof_validate do, with the same causes, and read the
- * values protobuf-c decodes: on every profile of the corpus, its bad
+ * the upload check does (itself held to protobuf-c + pprof_validate by
+ * the scanner's tests), with the same causes, and read the values
+ * protobuf-c decodes (test/lib/stream_testlib.h): on every profile of the
+ * corpus, its bad
  * inputs, and hand-made wire forms (bools in every wire type, repeated
  * singular fields, packed and unpacked values mixed, unknown fields,
  * strings with NULs, kinds interleaved). Both must charge their memory to
@@ -101,8 +103,8 @@ check_case(struct buf *b, int want_ok, const char *desc)
 
 	d = stream_diff(b->p, b->len, &accepted);
 	ok(d == NULL && accepted == want_ok, "%s: %s%s", desc,
-	    accepted ? "read as protobuf-c decodes it" : "refused alike",
-	    d != NULL ? d : "");
+	    accepted ? "read as protobuf-c decodes it" : "refused as the "
+	    "upload check refuses it", d != NULL ? d : "");
 	free(d);
 	free(b->p);
 	memset(b, 0, sizeof *b);
