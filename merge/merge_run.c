@@ -241,6 +241,14 @@ merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
 	if (budget_reserve(&st->acct, len) != 0)
 		goto memory;
 	held = 1;
+	if (len > 0 && len <= st->max_inflated && !pprof_is_gzip(buf, len)) {
+		/* Stored raw: read it where it is, charged as it was. */
+		raw = buf;
+		rawlen = len;
+		buf = NULL;
+		held = 0;
+		goto merge;
+	}
 	code = pprof_inflate_acct(buf, len, st->max_inflated, &st->acct, &raw,
 	    &rawlen, &why);
 	budget_release(&st->acct, len);
@@ -254,6 +262,7 @@ merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
 		    "decodes: %s", i, why ? why : "invalid"));
 		goto out;
 	}
+merge:
 	if (merge_add_raw(sh->m, raw, rawlen, &why) != 0) {
 		if (merge_cancelled(sh->m)) {
 			merge_run_fail(st, 499, xstrdup("merge cancelled"));

@@ -132,4 +132,6 @@ case $codes in
 *) not_ok "two at once: $codes" ;;
 esac
 check "the daemon is alive" kill -0 "$PROFD_PID"
+is "$(grep -c 'still charged' "$PROFD_LOG")" 0 \
+    "no merge left bytes charged to the budget"
 done_testing
