@@ -56,6 +56,10 @@ static const struct config_option config_options[] = {
 	{ "max-merges", CONFIG_INT, OFF(max_merges), 1, 1024,
 	    "merges at once, on their own threads, before 503 (default: "
 	    "cores)" },
+	{ "max-samples", CONFIG_INT, OFF(max_samples), 1, INT64_MAX,
+	    "samples per uploaded profile (default 1000000)" },
+	{ "merge-memory", CONFIG_SIZE, OFF(merge_memory), 0, 0,
+	    "memory all merges together may hold (default 512M)" },
 	{ "request-timeout", CONFIG_INT, OFF(request_timeout), 1, 86400,
 	    "seconds a request may take, then 503/504 and its work is "
 	    "cancelled (default 60)" },
@@ -93,6 +97,8 @@ config_defaults(struct config *c)
 	c->max_labels = 64;
 	c->max_merge_profiles = 10000;
 	c->max_merges = cores > 0 ? cores : 2;
+	c->max_samples = 1000000;
+	c->merge_memory = 512 * 1024 * 1024;
 	c->request_timeout = 60;
 	c->read_timeout = 60;
 	c->max_connections = 1024;

@@ -24,6 +24,8 @@ struct config {
 	int64_t		 max_labels;
 	int64_t		 max_merge_profiles;
 	int64_t		 max_merges;		/* merges running at once */
+	int64_t		 max_samples;		/* per uploaded profile */
+	uint64_t	 merge_memory;		/* all merges together */
 	int64_t		 request_timeout;	/* seconds */
 	int64_t		 read_timeout;		/* seconds */
 	int64_t		 max_connections;

@@ -14,6 +14,7 @@ struct config;
 struct event_base;
 struct store;
 struct pool;
+struct budget;
 struct metrics;
 struct conns;
 struct httpjob;
@@ -26,6 +27,7 @@ struct env {
 	struct pool		*merge_pool;	/* merges, never ahead of pool's */
 	struct pool		*io_pool;	/* blocking writes */
 	struct pool		*ops_pool;	/* /healthz, /metrics store work */
+	struct budget		*merge_budget;	/* --merge-memory */
 	struct metrics		*metrics;
 	struct conns		*conns;		/* open connections */
 

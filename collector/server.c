@@ -30,6 +30,7 @@
 #include "collector/notify.h"
 #include "collector/retention.h"
 #include "collector/server.h"
+#include "common/budget.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/parse.h"
@@ -349,6 +350,7 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	srv->cfg = cfg;
 	env->cfg = cfg;
 	env->metrics = metrics_new();
+	env->merge_budget = budget_new((size_t)cfg->merge_memory);
 	TAILQ_INIT(&env->watched);
 	if (server_split_addr(cfg->addr, &host, &port, cause) < 0)
 		return -1;
@@ -442,6 +444,8 @@ server_free(struct server *srv)
 	server_event_free(srv->watchdog_timer);
 	notify_close();
 	metrics_free(env->metrics);
+	if (env->merge_budget != NULL)
+		budget_free(env->merge_budget);
 	free(srv->listen_name);
 	if (env->base != NULL)
 		event_base_free(env->base);

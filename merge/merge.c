@@ -17,66 +17,109 @@
  *             of one program merge function for function.
  *   sample    its location ids, then its labels sorted
  *
- * (merge_int.h gives the exact layouts.) merge_add translates one input's
- * tables to these global ids once (strings lazily, on first use), after
- * which each sample costs one key build, one hash and one probe. Values of
+ * (merge_int.h gives the exact layouts.) An input is read in place from
+ * its raw protobuf bytes (proto/pprof_stream.h): never decoded into
+ * objects, so it costs its bytes, a pointer per string and a few words
+ * per function, mapping and location, however many samples it has.
+ * merge_add_raw translates the input's tables to these global ids once
+ * (strings lazily, on first use), then reads its samples one at a time,
+ * each costing one key build, one hash and one probe, so that a merge's
+ * memory follows the distinct stacks, not the sample count. Values of
  * equal samples add per sample type, after the input's sample types are
  * aligned to the first input's order. merge_result (merge_result.c) builds
  * a fresh Profile from the keysets, keeping only the nonzero samples and
  * the locations, functions, mappings and strings they reach.
- * merge_combine folds one merge into another through that result, which
- * is how parallel shares are joined (merge_run.c).
+ * merge_combine folds one merge into another through that result's
+ * bytes, which is how parallel shares are joined (merge_run.c).
+ *
+ * Every byte a merge holds is charged to its budget account
+ * (common/budget.h) before it is allocated; when the account refuses,
+ * the call fails with merge_out_of_memory() set and the merge is good
+ * only for merge_free.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/arena.h"
+#include "common/budget.h"
 #include "merge/merge.h"
 #include "merge/merge_int.h"
 #include "merge/merge_keys.h"
 #include "common/xmalloc.h"
+#include "proto/pprof.h"
+#include "proto/pprof_stream.h"
 
 /* An unknown input id, or an input string not interned yet. */
 #define NONE	MERGE_KEYS_NONE
 
-/* Interns a string; returns its global id. */
-static uint32_t
-merge_intern(struct merge *m, const char *s)
+/* Grows one of m's arrays; -1 (with *cause) when the account refuses. */
+#define MERGE_GROW(m, arr, cap, need, cause)				\
+	(budget_grow((m)->acct, &(arr), &(cap), (need), sizeof *(arr)) != 0 ? \
+	    merge_nomem((m), (cause)) : 0)
+
+/* Interns a string of len bytes; *out gets its global id. */
+static int
+merge_intern(struct merge *m, const char *s, size_t len, uint32_t *out,
+    char **cause)
 {
-	return merge_keys_put(&m->strs, s, strlen(s), NULL);
+	if ((*out = merge_keys_put(&m->strs, s, len, NULL)) == NONE)
+		return merge_nomem(m, cause);
+	return 0;
 }
 
 /* Global string id of input string idx, interned on first use. */
 static int
-merge_str(struct merge *m, const Perftools__Profiles__Profile *p,
-    int64_t idx, uint32_t *out, char **cause)
+merge_str(struct merge *m, const struct pprof_stream *in, int64_t idx,
+    uint32_t *out, char **cause)
 {
-	if (idx < 0 || (uint64_t)idx >= p->n_string_table)
+	const char *s;
+	size_t len;
+
+	if (idx < 0 || (uint64_t)idx >= in->n_string)
 		return xcause(cause, "string index %lld out of range "
-		    "(table has %zu)", (long long)idx, p->n_string_table);
-	if (m->str_map[idx] == NONE)
-		m->str_map[idx] = merge_intern(m, p->string_table[idx] ?
-		    p->string_table[idx] : "");
+		    "(table has %zu)", (long long)idx, in->n_string);
+	if (m->str_map[idx] == NONE) {
+		s = pprof_stream_string(in, (size_t)idx, &len);
+		if (merge_intern(m, s, len, &m->str_map[idx], cause) != 0)
+			return -1;
+	}
 	*out = m->str_map[idx];
 	return 0;
 }
 
-/* Creates an empty merge. */
+/* Makes sure string 0 is "" (merge_new's try may have been refused). */
+static int
+merge_ready(struct merge *m, char **cause)
+{
+	uint32_t empty;
+
+	if (m->strs.n > 0)
+		return 0;
+	return merge_intern(m, "", 0, &empty, cause);
+}
+
+/* Creates an empty merge charged to acct (may be NULL). */
 struct merge *
-merge_new(void)
+merge_new(struct budget_acct *acct)
 {
 	struct merge *m = xcalloc(1, sizeof *m);
 
-	merge_keys_init(&m->strs);
-	merge_keys_init(&m->funcs);
-	merge_keys_init(&m->maps);
-	merge_keys_init(&m->locs);
-	merge_keys_init(&m->samples);
-	merge_intern(m, "");		/* string 0 is always "" */
+	m->acct = acct;
+	merge_keys_init(&m->strs, acct);
+	merge_keys_init(&m->funcs, acct);
+	merge_keys_init(&m->maps, acct);
+	merge_keys_init(&m->locs, acct);
+	merge_keys_init(&m->samples, acct);
+	(void)merge_ready(m, NULL);	/* string 0 is always "" */
+	m->nomem = 0;
 	m->out = arena_new(0);
 	return m;
 }
+
+/* Frees an array of cap elements of m's. */
+#define MERGE_FREE(m, arr, cap)						\
+	budget_dealloc((m)->acct, (arr), (cap) * sizeof *(arr))
 
 /* Frees m and everything it holds. */
 void
@@ -89,26 +132,27 @@ merge_free(struct merge *m)
 	merge_keys_clear(&m->maps);
 	merge_keys_clear(&m->locs);
 	merge_keys_clear(&m->samples);
-	free(m->func_start);
-	free(m->map_flags);
-	free(m->loc_info);
-	free(m->values);
-	free(m->type_type);
-	free(m->type_unit);
-	free(m->comments);
-	free(m->str_map);
-	free(m->fn_map);
-	free(m->map_map);
-	free(m->map_key);
-	free(m->loc_map);
-	merge_keys_idmap_clear(&m->fn_ids);
-	merge_keys_idmap_clear(&m->map_ids);
-	merge_keys_idmap_clear(&m->loc_ids);
-	free(m->id_scratch);
-	free(m->key);
-	free(m->labels);
-	free(m->perm);
-	free(m->type_used);
+	MERGE_FREE(m, m->func_start, m->info_cap[0]);
+	MERGE_FREE(m, m->map_flags, m->info_cap[1]);
+	MERGE_FREE(m, m->loc_info, m->info_cap[2]);
+	MERGE_FREE(m, m->values, m->info_cap[3]);
+	MERGE_FREE(m, m->type_type, m->type_cap);
+	MERGE_FREE(m, m->type_unit, m->type_unit_cap);
+	MERGE_FREE(m, m->comments, m->comments_cap);
+	MERGE_FREE(m, m->str_map, m->str_map_cap);
+	MERGE_FREE(m, m->fn_map, m->fn_cap);
+	MERGE_FREE(m, m->map_map, m->map_cap);
+	MERGE_FREE(m, m->map_key, m->map_key_cap);
+	MERGE_FREE(m, m->loc_map, m->loc_cap);
+	MERGE_FREE(m, m->in_types, m->in_types_cap);
+	merge_keys_idmap_clear(&m->fn_ids, m->acct);
+	merge_keys_idmap_clear(&m->map_ids, m->acct);
+	merge_keys_idmap_clear(&m->loc_ids, m->acct);
+	MERGE_FREE(m, m->id_scratch, m->id_scratch_cap);
+	MERGE_FREE(m, m->key, m->key_cap);
+	MERGE_FREE(m, m->labels, m->labels_cap);
+	MERGE_FREE(m, m->perm, m->perm_cap);
+	MERGE_FREE(m, m->type_used, m->type_used_cap);
 	arena_free(m->out);
 	free(m);
 }
@@ -121,24 +165,26 @@ size_t merge_samples(const struct merge *m) { return m->samples.n; }
 size_t merge_locations(const struct merge *m) { return m->locs.n; }
 
 /* Fixes the sample types before the first input. */
-void
+int
 merge_expect_types(struct merge *m, size_t n, const char *const *type,
-    const char *const *unit)
+    const char *const *unit, char **cause)
 {
 	size_t i;
 
-	free(m->type_type);
-	free(m->type_unit);
-	m->type_type = xcalloc(n + 1, sizeof *m->type_type);
-	m->type_unit = xcalloc(n + 1, sizeof *m->type_unit);
+	if (merge_ready(m, cause) != 0 ||
+	    MERGE_GROW(m, m->type_type, m->type_cap, n + 1, cause) != 0 ||
+	    MERGE_GROW(m, m->type_unit, m->type_unit_cap, n + 1, cause) != 0)
+		return -1;
 	for (i = 0; i < n; i++) {
-		m->type_type[i] = merge_intern(m, type[i]);
-		m->type_unit[i] = merge_intern(m, unit[i]);
+		if (merge_intern(m, type[i], strlen(type[i]),
+		    &m->type_type[i], cause) != 0 || merge_intern(m, unit[i],
+		    strlen(unit[i]), &m->type_unit[i], cause) != 0)
+			return -1;
 	}
 	m->ntypes = n;
 	m->types_fixed = 1;
+	return 0;
 }
-
 /* Number of sample types. */
 size_t
 merge_ntypes(const struct merge *m)
@@ -162,6 +208,13 @@ merge_mismatch(const struct merge *m)
 	return m->mismatch;
 }
 
+/* True if the last failure was the budget account refusing memory. */
+int
+merge_out_of_memory(const struct merge *m)
+{
+	return m->nomem;
+}
+
 /* Writes "type/unit,type/unit" of m's sample types into a new string. */
 static char *
 merge_types_string(const struct merge *m)
@@ -182,21 +235,24 @@ merge_types_string(const struct merge *m)
 
 /* The same for an input profile (bad indices print as "?"). */
 static char *
-merge_input_types_string(const Perftools__Profiles__Profile *p)
+merge_input_types_string(const struct pprof_stream *in)
 {
 	char *s = xstrdup(""), *t;
 	const char *ty, *un;
-	size_t i;
+	size_t i, tl, ul;
+	int64_t a, b;
 
-	for (i = 0; i < p->n_sample_type; i++) {
-		const Perftools__Profiles__ValueType *vt = p->sample_type[i];
-
+	for (i = 0; i < in->n_sample_type; i++) {
+		a = in->sample_type[2 * i];
+		b = in->sample_type[2 * i + 1];
 		ty = un = "?";
-		if (vt->type >= 0 && (uint64_t)vt->type < p->n_string_table)
-			ty = p->string_table[vt->type];
-		if (vt->unit >= 0 && (uint64_t)vt->unit < p->n_string_table)
-			un = p->string_table[vt->unit];
-		t = xasprintf("%s%s%s/%s", s, i ? "," : "", ty, un);
+		tl = ul = 1;
+		if (a >= 0 && (uint64_t)a < in->n_string)
+			ty = pprof_stream_string(in, (size_t)a, &tl);
+		if (b >= 0 && (uint64_t)b < in->n_string)
+			un = pprof_stream_string(in, (size_t)b, &ul);
+		t = xasprintf("%s%s%.*s/%.*s", s, i ? "," : "", (int)tl, ty,
+		    (int)ul, un);
 		free(s);
 		s = t;
 	}
@@ -205,22 +261,29 @@ merge_input_types_string(const Perftools__Profiles__Profile *p)
 
 /*
  * Maps the input's sample types onto m's: m->perm[i] is the position of
- * input type i. types, units: OUT the input's types as string ids.
+ * input type i. m->in_types: OUT the input's types then units as string
+ * ids.
  */
 static int
-merge_align_types(struct merge *m, const Perftools__Profiles__Profile *p,
-    uint32_t *types, uint32_t *units, char **cause)
+merge_align_types(struct merge *m, const struct pprof_stream *in,
+    char **cause)
 {
-	size_t i, j, nt = p->n_sample_type;
+	size_t i, j, nt = in->n_sample_type;
+	uint32_t *types, *units;
 	char *a, *b;
 
+	if (MERGE_GROW(m, m->in_types, m->in_types_cap, 2 * nt + 1,
+	    cause) != 0 || MERGE_GROW(m, m->perm, m->perm_cap, nt + 1,
+	    cause) != 0)
+		return -1;
+	types = m->in_types;
+	units = m->in_types + nt;
 	for (i = 0; i < nt; i++) {
-		if (merge_str(m, p, p->sample_type[i]->type, &types[i],
-		    cause) != 0 || merge_str(m, p, p->sample_type[i]->unit,
+		if (merge_str(m, in, in->sample_type[2 * i], &types[i],
+		    cause) != 0 || merge_str(m, in, in->sample_type[2 * i + 1],
 		    &units[i], cause) != 0)
 			return -1;
 	}
-	merge_keys_grow(&m->perm, &m->perm_cap, nt + 1, sizeof *m->perm);
 	if (m->ninputs == 0 && !m->types_fixed) {
 		for (i = 0; i < nt; i++)
 			m->perm[i] = i;
@@ -228,9 +291,9 @@ merge_align_types(struct merge *m, const Perftools__Profiles__Profile *p,
 	}
 	if (nt != m->ntypes)
 		goto mismatch;
-	merge_keys_grow(&m->type_used, &m->type_used_cap, nt, 1);
-	if (nt > 0)	/* no table is allocated for none (memset(NULL) is UB) */
-		memset(m->type_used, 0, nt);
+	if (MERGE_GROW(m, m->type_used, m->type_used_cap, nt + 1, cause) != 0)
+		return -1;
+	memset(m->type_used, 0, nt + 1);
 	for (i = 0; i < nt; i++) {
 		/* First unclaimed match, so repeated types pair up in order. */
 		for (j = 0; j < m->ntypes; j++) {
@@ -247,164 +310,216 @@ merge_align_types(struct merge *m, const Perftools__Profiles__Profile *p,
 mismatch:
 	m->mismatch = 1;
 	a = merge_types_string(m);
-	b = merge_input_types_string(p);
+	b = merge_input_types_string(in);
 	xcause(cause, "sample types differ: %s vs %s", a, b);
 	free(a);
 	free(b);
 	return -1;
 }
 
+/* The first input fixes the sample types: copies them from in_types. */
+static int
+merge_take_types(struct merge *m, size_t nt, char **cause)
+{
+	if (MERGE_GROW(m, m->type_type, m->type_cap, nt + 1, cause) != 0 ||
+	    MERGE_GROW(m, m->type_unit, m->type_unit_cap, nt + 1, cause) != 0)
+		return -1;
+	if (nt > 0) {
+		memcpy(m->type_type, m->in_types, nt * sizeof *m->type_type);
+		memcpy(m->type_unit, m->in_types + nt,
+		    nt * sizeof *m->type_unit);
+	}
+	m->ntypes = nt;
+	return 0;
+}
+
+/* Builds an idmap from the n ids in m->id_scratch. */
+static int
+merge_idmap(struct merge *m, struct merge_idmap *im, size_t n,
+    const char *what, char **cause)
+{
+	int rc = merge_keys_idmap_build(im, m->acct, m->id_scratch, n, what,
+	    cause);
+
+	if (rc == -2)
+		m->nomem = 1;
+	return rc == 0 ? 0 : -1;
+}
+
 /* Fills m->fn_map with the global id of each input function. */
 static int
-merge_functions_in(struct merge *m, const Perftools__Profiles__Profile *p,
-    char **cause)
+merge_functions_in(struct merge *m, struct pprof_stream *in, char **cause)
 {
-	size_t i, n = p->n_function;
+	struct pprof_stream_function f;
+	size_t i, n = in->n[PPROF_STREAM_FUNCTION];
 	uint32_t key[3];
 	int added;
 
-	merge_keys_grow(&m->fn_map, &m->fn_cap, n, sizeof *m->fn_map);
-	merge_keys_grow(&m->id_scratch, &m->id_scratch_cap, n,
-	    sizeof *m->id_scratch);
-	for (i = 0; i < n; i++) {
-		const Perftools__Profiles__Function *f = p->function[i];
-
-		m->id_scratch[i] = f->id;
-		if (merge_str(m, p, f->name, &key[0], cause) != 0 ||
-		    merge_str(m, p, f->system_name, &key[1], cause) != 0 ||
-		    merge_str(m, p, f->filename, &key[2], cause) != 0)
+	if (MERGE_GROW(m, m->fn_map, m->fn_cap, n, cause) != 0 ||
+	    MERGE_GROW(m, m->id_scratch, m->id_scratch_cap, n, cause) != 0)
+		return -1;
+	for (i = 0; i < n && pprof_stream_function(in, &f) == 1; i++) {
+		m->id_scratch[i] = f.id;
+		if (merge_str(m, in, f.name, &key[0], cause) != 0 ||
+		    merge_str(m, in, f.system_name, &key[1], cause) != 0 ||
+		    merge_str(m, in, f.filename, &key[2], cause) != 0)
 			return -1;
 		m->fn_map[i] = merge_keys_put(&m->funcs, key, sizeof key,
 		    &added);
+		if (m->fn_map[i] == NONE)
+			return merge_nomem(m, cause);
 		if (added) {
-			merge_keys_grow(&m->func_start, &m->info_cap[0],
-			    m->funcs.n, sizeof *m->func_start);
-			m->func_start[m->fn_map[i]] = f->start_line;
+			if (MERGE_GROW(m, m->func_start, m->info_cap[0],
+			    m->funcs.n, cause) != 0)
+				return -1;
+			m->func_start[m->fn_map[i]] = f.start_line;
 		}
 	}
-	return merge_keys_idmap_build(&m->fn_ids, m->id_scratch, n,
-	    "function", cause);
+	return merge_idmap(m, &m->fn_ids, n, "function", cause);
 }
 
 /* Fills m->map_map (global mapping) and m->map_key (identity string). */
 static int
-merge_mappings_in(struct merge *m, const Perftools__Profiles__Profile *p,
-    char **cause)
+merge_mappings_in(struct merge *m, struct pprof_stream *in, char **cause)
 {
-	size_t i, n = p->n_mapping;
+	struct pprof_stream_mapping mp;
+	size_t i, n = in->n[PPROF_STREAM_MAPPING];
 	uint32_t key[8];
 	int added;
 
-	merge_keys_grow(&m->map_map, &m->map_cap, n, sizeof *m->map_map);
-	merge_keys_grow(&m->map_key, &m->map_key_cap, n, sizeof *m->map_key);
-	merge_keys_grow(&m->id_scratch, &m->id_scratch_cap, n,
-	    sizeof *m->id_scratch);
-	for (i = 0; i < n; i++) {
-		const Perftools__Profiles__Mapping *mp = p->mapping[i];
-
-		m->id_scratch[i] = mp->id;
-		memcpy(&key[0], &mp->memory_start, 8);
-		memcpy(&key[2], &mp->memory_limit, 8);
-		memcpy(&key[4], &mp->file_offset, 8);
-		if (merge_str(m, p, mp->filename, &key[6], cause) != 0 ||
-		    merge_str(m, p, mp->build_id, &key[7], cause) != 0)
+	if (MERGE_GROW(m, m->map_map, m->map_cap, n, cause) != 0 ||
+	    MERGE_GROW(m, m->map_key, m->map_key_cap, n, cause) != 0 ||
+	    MERGE_GROW(m, m->id_scratch, m->id_scratch_cap, n, cause) != 0)
+		return -1;
+	for (i = 0; i < n && pprof_stream_mapping(in, &mp) == 1; i++) {
+		m->id_scratch[i] = mp.id;
+		memcpy(&key[0], &mp.memory_start, 8);
+		memcpy(&key[2], &mp.memory_limit, 8);
+		memcpy(&key[4], &mp.file_offset, 8);
+		if (merge_str(m, in, mp.filename, &key[6], cause) != 0 ||
+		    merge_str(m, in, mp.build_id, &key[7], cause) != 0)
 			return -1;
 		m->map_map[i] = merge_keys_put(&m->maps, key, sizeof key,
 		    &added);
+		if (m->map_map[i] == NONE)
+			return merge_nomem(m, cause);
 		m->map_key[i] = key[7] != 0 ? key[7] : key[6];
 		if (added) {
-			merge_keys_grow(&m->map_flags, &m->info_cap[1],
-			    m->maps.n, sizeof *m->map_flags);
+			if (MERGE_GROW(m, m->map_flags, m->info_cap[1],
+			    m->maps.n, cause) != 0)
+				return -1;
 			m->map_flags[m->map_map[i]] =
-			    (mp->has_functions ? 1 : 0) |
-			    (mp->has_filenames ? 2 : 0) |
-			    (mp->has_line_numbers ? 4 : 0) |
-			    (mp->has_inline_frames ? 8 : 0);
+			    (mp.has_functions ? 1 : 0) |
+			    (mp.has_filenames ? 2 : 0) |
+			    (mp.has_line_numbers ? 4 : 0) |
+			    (mp.has_inline_frames ? 8 : 0);
 		}
 	}
-	return merge_keys_idmap_build(&m->map_ids, m->id_scratch, n,
-	    "mapping", cause);
+	return merge_idmap(m, &m->map_ids, n, "mapping", cause);
+}
+
+/*
+ * Builds the key of location l (see merge_int.h) in m->key; *klen: OUT
+ * its length in words, *mi: OUT the input index of its mapping or NONE.
+ */
+static int
+merge_location_key(struct merge *m, const struct pprof_stream *in,
+    const struct pprof_stream_location *l, size_t *klen, uint32_t *mi,
+    char **cause)
+{
+	const uint32_t *mkey;
+	uint64_t addr, start, offset;
+	uint32_t fi, *key;
+	size_t j;
+
+	*mi = NONE;
+	if (l->mapping_id != 0) {
+		*mi = merge_keys_idmap_get(&m->map_ids, l->mapping_id,
+		    in->n[PPROF_STREAM_MAPPING]);
+		if (*mi == NONE)
+			return xcause(cause, "location %llu references unknown "
+			    "mapping %llu", (unsigned long long)l->id,
+			    (unsigned long long)l->mapping_id);
+	}
+	*klen = l->n_line > 0 ? 1 + 5 * l->n_line : 4;
+	if (MERGE_GROW(m, m->key, m->key_cap, *klen, cause) != 0)
+		return -1;
+	key = m->key;
+	if (l->n_line > 0) {
+		key[0] = 1;
+		for (j = 0; j < l->n_line; j++) {
+			const struct pprof_stream_line *ln = &l->line[j];
+			uint32_t *k = &key[1 + 5 * j];
+
+			fi = 0;
+			if (ln->function_id != 0) {
+				fi = merge_keys_idmap_get(&m->fn_ids,
+				    ln->function_id,
+				    in->n[PPROF_STREAM_FUNCTION]);
+				if (fi == NONE)
+					return xcause(cause, "location %llu "
+					    "references unknown function %llu",
+					    (unsigned long long)l->id,
+					    (unsigned long long)ln->function_id);
+				fi = m->fn_map[fi] + 1;
+			}
+			k[0] = fi;
+			memcpy(&k[1], &ln->line, 8);
+			memcpy(&k[3], &ln->column, 8);
+		}
+		return 0;
+	}
+	key[0] = 0;
+	addr = l->address;
+	key[1] = 0;
+	if (*mi != NONE) {
+		/* The mapping's key holds its start and file offset. */
+		mkey = merge_keys_key(&m->maps, m->map_map[*mi], NULL);
+		memcpy(&start, &mkey[0], 8);
+		memcpy(&offset, &mkey[4], 8);
+		key[1] = m->map_key[*mi];
+		addr = addr - start + offset;
+	}
+	memcpy(&key[2], &addr, 8);
+	return 0;
 }
 
 /* Fills m->loc_map with the global id of each input location. */
 static int
-merge_locations_in(struct merge *m, const Perftools__Profiles__Profile *p,
-    char **cause)
+merge_locations_in(struct merge *m, struct pprof_stream *in, char **cause)
 {
-	size_t i, j, n = p->n_location, klen;
-	uint32_t mi, fi, *key;
-	uint64_t addr;
-	int added;
+	struct pprof_stream_location l;
+	struct merge_loc *li;
+	size_t i, n = in->n[PPROF_STREAM_LOCATION], klen = 0;
+	uint32_t mi;
+	int added, rc;
 
-	merge_keys_grow(&m->loc_map, &m->loc_cap, n, sizeof *m->loc_map);
-	merge_keys_grow(&m->id_scratch, &m->id_scratch_cap, n,
-	    sizeof *m->id_scratch);
+	if (MERGE_GROW(m, m->loc_map, m->loc_cap, n, cause) != 0 ||
+	    MERGE_GROW(m, m->id_scratch, m->id_scratch_cap, n, cause) != 0)
+		return -1;
 	for (i = 0; i < n; i++) {
-		const Perftools__Profiles__Location *l = p->location[i];
-		const Perftools__Profiles__Mapping *mp = NULL;
-
-		m->id_scratch[i] = l->id;
-		mi = NONE;
-		if (l->mapping_id != 0) {
-			mi = merge_keys_idmap_get(&m->map_ids, l->mapping_id,
-			    p->n_mapping);
-			if (mi == NONE)
-				return xcause(cause, "location %llu references "
-				    "unknown mapping %llu",
-				    (unsigned long long)l->id,
-				    (unsigned long long)l->mapping_id);
-			mp = p->mapping[mi];
-		}
-		klen = l->n_line > 0 ? 1 + 5 * l->n_line : 4;
-		merge_keys_grow(&m->key, &m->key_cap, klen, sizeof *m->key);
-		key = m->key;
-		if (l->n_line > 0) {
-			key[0] = 1;
-			for (j = 0; j < l->n_line; j++) {
-				const Perftools__Profiles__Line *ln = l->line[j];
-				uint32_t *k = &key[1 + 5 * j];
-
-				fi = 0;
-				if (ln->function_id != 0) {
-					fi = merge_keys_idmap_get(&m->fn_ids,
-					    ln->function_id, p->n_function);
-					if (fi == NONE)
-						return xcause(cause, "location "
-						    "%llu references unknown "
-						    "function %llu",
-						    (unsigned long long)l->id,
-						    (unsigned long long)
-						    ln->function_id);
-					fi = m->fn_map[fi] + 1;
-				}
-				k[0] = fi;
-				memcpy(&k[1], &ln->line, 8);
-				memcpy(&k[3], &ln->column, 8);
-			}
-		} else {
-			key[0] = 0;
-			addr = l->address;
-			key[1] = 0;
-			if (mp != NULL) {
-				key[1] = m->map_key[mi];
-				addr = addr - mp->memory_start + mp->file_offset;
-			}
-			memcpy(&key[2], &addr, 8);
-		}
-		m->loc_map[i] = merge_keys_put(&m->locs, key, klen * 4, &added);
+		if ((rc = pprof_stream_location(in, &l)) < 0)
+			return merge_nomem(m, cause);
+		if (rc == 0)
+			break;
+		m->id_scratch[i] = l.id;
+		if (merge_location_key(m, in, &l, &klen, &mi, cause) != 0)
+			return -1;
+		m->loc_map[i] = merge_keys_put(&m->locs, m->key, klen * 4,
+		    &added);
+		if (m->loc_map[i] == NONE)
+			return merge_nomem(m, cause);
 		if (added) {
-			struct merge_loc *li;
-
-			merge_keys_grow(&m->loc_info, &m->info_cap[2],
-			    m->locs.n, sizeof *m->loc_info);
+			if (MERGE_GROW(m, m->loc_info, m->info_cap[2],
+			    m->locs.n, cause) != 0)
+				return -1;
 			li = &m->loc_info[m->loc_map[i]];
-			li->address = l->address;
+			li->address = l.address;
 			li->mapping = mi == NONE ? 0 : m->map_map[mi] + 1;
-			li->folded = l->is_folded ? 1 : 0;
+			li->folded = l.is_folded ? 1 : 0;
 		}
 	}
-	return merge_keys_idmap_build(&m->loc_ids, m->id_scratch, n,
-	    "location", cause);
+	return merge_idmap(m, &m->loc_ids, n, "location", cause);
 }
 
 /* Orders labels by key, string, number, unit. */
@@ -450,43 +565,6 @@ merge_cancel_poll(struct merge *m, size_t work)
 	return -1;
 }
 
-/* Checks every sample before any is added, so a bad input adds nothing. */
-static int
-merge_check_samples(struct merge *m, const Perftools__Profiles__Profile *p,
-    char **cause)
-{
-	size_t i, j;
-
-	for (i = 0; i < p->n_sample; i++) {
-		const Perftools__Profiles__Sample *s = p->sample[i];
-
-		if (merge_cancel_poll(m, 1 + s->n_location_id + s->n_label))
-			return xcause(cause, "merge cancelled");
-		if (s->n_value != p->n_sample_type)
-			return xcause(cause, "sample %zu has %zu values for "
-			    "%zu sample types", i, s->n_value,
-			    p->n_sample_type);
-		for (j = 0; j < s->n_location_id; j++) {
-			if (merge_keys_idmap_get(&m->loc_ids, s->location_id[j],
-			    p->n_location) == NONE)
-				return xcause(cause, "sample %zu references "
-				    "unknown location %llu", i,
-				    (unsigned long long)s->location_id[j]);
-		}
-		for (j = 0; j < s->n_label; j++) {
-			const Perftools__Profiles__Label *lb = s->label[j];
-
-			if (lb->key < 0 || (uint64_t)lb->key >= p->n_string_table ||
-			    lb->str < 0 || (uint64_t)lb->str >= p->n_string_table ||
-			    lb->num_unit < 0 ||
-			    (uint64_t)lb->num_unit >= p->n_string_table)
-				return xcause(cause, "sample %zu has a label "
-				    "string index out of range", i);
-		}
-	}
-	return 0;
-}
-
 /*
  * a + b wrapping around like Go's int64 (what go tool pprof -proto does
  * with such inputs), without C's undefined signed overflow.
@@ -498,207 +576,244 @@ merge_add64(int64_t a, int64_t b)
 }
 
 /*
- * Adds the input's samples (already checked). Returns -1 with *cause set if
- * cancelled part way, leaving m with some of the input's samples.
+ * Builds the key of sample s (see merge_int.h) in m->key, its labels
+ * sorted so their order in the input does not count. *klen: OUT its
+ * length in words.
  */
 static int
-merge_samples_in(struct merge *m, const Perftools__Profiles__Profile *p,
-    char **cause)
+merge_sample_key(struct merge *m, const struct pprof_stream *in,
+    const struct pprof_stream_sample *s, size_t *klen, char **cause)
 {
-	size_t i, j, nl, klen, nt = m->ntypes;
-	uint32_t *key, idx;
+	size_t j, nl = s->n_label, nloc = s->n_location_id;
 	struct merge_label *lb;
+	uint32_t *key, li;
+
+	if (MERGE_GROW(m, m->labels, m->labels_cap, nl + 1, cause) != 0)
+		return -1;
+	for (j = 0; j < nl; j++) {
+		lb = &m->labels[j];
+		if (merge_str(m, in, s->label[j].key, &lb->key, cause) != 0 ||
+		    merge_str(m, in, s->label[j].str, &lb->str, cause) != 0 ||
+		    merge_str(m, in, s->label[j].num_unit, &lb->unit,
+		    cause) != 0)
+			return -1;
+		lb->num = s->label[j].num;
+	}
+	/*
+	 * The order is total over every field a label keeps, so labels that
+	 * compare equal are identical and qsort's instability cannot change
+	 * the key.
+	 */
+	if (nl > 1)
+		qsort(m->labels, nl, sizeof *m->labels, merge_label_qcmp);
+
+	*klen = 2 + nloc + 5 * nl;
+	if (MERGE_GROW(m, m->key, m->key_cap, *klen, cause) != 0)
+		return -1;
+	key = m->key;
+	key[0] = (uint32_t)nloc;
+	key[1] = (uint32_t)nl;
+	for (j = 0; j < nloc; j++) {
+		li = merge_keys_idmap_get(&m->loc_ids, s->location_id[j],
+		    in->n[PPROF_STREAM_LOCATION]);
+		if (li == NONE)
+			return xcause(cause, "sample references unknown "
+			    "location %llu",
+			    (unsigned long long)s->location_id[j]);
+		key[2 + j] = m->loc_map[li];
+	}
+	for (j = 0; j < nl; j++) {
+		uint32_t *kk = &key[2 + nloc + 5 * j];
+
+		kk[0] = m->labels[j].key;
+		kk[1] = m->labels[j].str;
+		memcpy(&kk[2], &m->labels[j].num, 8);
+		kk[4] = m->labels[j].unit;
+	}
+	return 0;
+}
+
+/*
+ * Adds the input's samples, read one at a time. Returns -1 with *cause
+ * set if cancelled or out of memory part way, leaving m with some of
+ * the input's samples.
+ */
+static int
+merge_samples_in(struct merge *m, struct pprof_stream *in, char **cause)
+{
+	struct pprof_stream_sample s;
+	size_t j, klen, nt = m->ntypes;
+	uint32_t idx;
 	int64_t *v;
-	int added, zero;
+	int added, zero, rc;
 
-	for (i = 0; i < p->n_sample; i++) {
-		const Perftools__Profiles__Sample *s = p->sample[i];
-
-		if (merge_cancel_poll(m, 1 + s->n_location_id + s->n_label))
+	while ((rc = pprof_stream_sample(in, &s)) == 1) {
+		if (merge_cancel_poll(m, 1 + s.n_location_id + s.n_label))
 			return xcause(cause, "merge cancelled");
+		if (s.n_value != in->n_sample_type)
+			return xcause(cause, "sample has %zu values for %zu "
+			    "sample types", s.n_value, in->n_sample_type);
 		zero = 1;
-		for (j = 0; j < s->n_value; j++)
-			if (s->value[j] != 0)
+		for (j = 0; j < s.n_value; j++)
+			if (s.value[j] != 0)
 				zero = 0;
 		if (zero)
 			continue;
-
-		/* Labels, sorted so their order in the input does not count. */
-		nl = s->n_label;
-		merge_keys_grow(&m->labels, &m->labels_cap, nl,
-		    sizeof *m->labels);
-		for (j = 0; j < nl; j++) {
-			lb = &m->labels[j];
-			merge_str(m, p, s->label[j]->key, &lb->key, NULL);
-			merge_str(m, p, s->label[j]->str, &lb->str, NULL);
-			merge_str(m, p, s->label[j]->num_unit, &lb->unit, NULL);
-			lb->num = s->label[j]->num;
-		}
-		/*
-		 * The order is total over every field a label keeps, so labels
-		 * that compare equal are identical and qsort's instability
-		 * cannot change the key.
-		 */
-		if (nl > 1)
-			qsort(m->labels, nl, sizeof *m->labels,
-			    merge_label_qcmp);
-
-		klen = 2 + s->n_location_id + 5 * nl;
-		merge_keys_grow(&m->key, &m->key_cap, klen, sizeof *m->key);
-		key = m->key;
-		key[0] = (uint32_t)s->n_location_id;
-		key[1] = (uint32_t)nl;
-		for (j = 0; j < s->n_location_id; j++)
-			key[2 + j] = m->loc_map[merge_keys_idmap_get(
-			    &m->loc_ids, s->location_id[j], p->n_location)];
-		for (j = 0; j < nl; j++) {
-			uint32_t *kk = &key[2 + s->n_location_id + 5 * j];
-
-			kk[0] = m->labels[j].key;
-			kk[1] = m->labels[j].str;
-			memcpy(&kk[2], &m->labels[j].num, 8);
-			kk[4] = m->labels[j].unit;
-		}
-		idx = merge_keys_put(&m->samples, key, klen * 4, &added);
+		if (merge_sample_key(m, in, &s, &klen, cause) != 0)
+			return -1;
+		idx = merge_keys_put(&m->samples, m->key, klen * 4, &added);
+		if (idx == NONE)
+			return merge_nomem(m, cause);
 		if (added) {
-			merge_keys_grow(&m->values, &m->info_cap[3],
-			    m->samples.n * (nt ? nt : 1), sizeof *m->values);
+			if (MERGE_GROW(m, m->values, m->info_cap[3],
+			    m->samples.n * (nt ? nt : 1), cause) != 0)
+				return -1;
 			if (nt > 0)
 				memset(&m->values[(size_t)idx * nt], 0,
 				    nt * sizeof *m->values);
 		}
 		v = &m->values[(size_t)idx * nt];
 		for (j = 0; j < nt; j++)
-			v[m->perm[j]] = merge_add64(v[m->perm[j]], s->value[j]);
+			v[m->perm[j]] = merge_add64(v[m->perm[j]], s.value[j]);
 	}
-	return 0;
+	return rc < 0 ? merge_nomem(m, cause) : 0;
 }
 
-/* True if string index idx is inside p's table. */
+/* Folds the header fields of the input into m. */
 static int
-merge_str_ok(const Perftools__Profiles__Profile *p, int64_t idx)
-{
-	return idx >= 0 && (uint64_t)idx < p->n_string_table;
-}
-
-/* Checks the string indices of p's header fields. */
-static int
-merge_check_header(const Perftools__Profiles__Profile *p, char **cause)
-{
-	size_t i;
-
-	if ((p->period_type != NULL && (!merge_str_ok(p, p->period_type->type) ||
-	    !merge_str_ok(p, p->period_type->unit))) ||
-	    !merge_str_ok(p, p->default_sample_type) ||
-	    !merge_str_ok(p, p->drop_frames) ||
-	    !merge_str_ok(p, p->keep_frames) || !merge_str_ok(p, p->doc_url))
-		return xcause(cause, "profile header string index out of range");
-	for (i = 0; i < p->n_comment; i++)
-		if (!merge_str_ok(p, p->comment[i]))
-			return xcause(cause, "comment string index out of range");
-	return 0;
-}
-
-/* Folds the header fields of p (already checked) into m. */
-static void
-merge_header_in(struct merge *m, const Perftools__Profiles__Profile *p)
+merge_header_in(struct merge *m, const struct pprof_stream *in,
+    char **cause)
 {
 	uint32_t id;
 	size_t i, j;
 
-	if (p->time_nanos != 0 && (m->time_nanos == 0 ||
-	    p->time_nanos < m->time_nanos))
-		m->time_nanos = p->time_nanos;
-	m->duration_nanos = merge_add64(m->duration_nanos, p->duration_nanos);
-	if (p->period > m->period)
-		m->period = p->period;
-	if (!m->have_period_type && p->period_type != NULL) {
-		merge_str(m, p, p->period_type->type, &m->period_type, NULL);
-		merge_str(m, p, p->period_type->unit, &m->period_unit, NULL);
+	if (in->time_nanos != 0 && (m->time_nanos == 0 ||
+	    in->time_nanos < m->time_nanos))
+		m->time_nanos = in->time_nanos;
+	m->duration_nanos = merge_add64(m->duration_nanos, in->duration_nanos);
+	if (in->period > m->period)
+		m->period = in->period;
+	if (!m->have_period_type && in->have_period_type) {
+		if (merge_str(m, in, in->period_type, &m->period_type,
+		    cause) != 0 || merge_str(m, in, in->period_unit,
+		    &m->period_unit, cause) != 0)
+			return -1;
 		m->have_period_type = 1;
 	}
-	if (m->default_sample_type == 0)
-		merge_str(m, p, p->default_sample_type,
-		    &m->default_sample_type, NULL);
-	if (m->drop_frames == 0)
-		merge_str(m, p, p->drop_frames, &m->drop_frames, NULL);
-	if (m->keep_frames == 0)
-		merge_str(m, p, p->keep_frames, &m->keep_frames, NULL);
-	if (m->doc_url == 0)
-		merge_str(m, p, p->doc_url, &m->doc_url, NULL);
-	for (i = 0; i < p->n_comment; i++) {
-		merge_str(m, p, p->comment[i], &id, NULL);
+	if ((m->default_sample_type == 0 && merge_str(m, in,
+	    in->default_sample_type, &m->default_sample_type, cause) != 0) ||
+	    (m->drop_frames == 0 && merge_str(m, in, in->drop_frames,
+	    &m->drop_frames, cause) != 0) ||
+	    (m->keep_frames == 0 && merge_str(m, in, in->keep_frames,
+	    &m->keep_frames, cause) != 0) ||
+	    (m->doc_url == 0 && merge_str(m, in, in->doc_url, &m->doc_url,
+	    cause) != 0))
+		return -1;
+	for (i = 0; i < in->n_comment; i++) {
+		if (merge_str(m, in, in->comment[i], &id, cause) != 0)
+			return -1;
 		for (j = 0; j < m->ncomments; j++)
 			if (m->comments[j] == id)
 				break;
 		if (j < m->ncomments || m->ncomments >= 1024)
 			continue;
-		m->comments = xreallocarray(m->comments, m->ncomments + 1,
-		    sizeof *m->comments);
+		if (MERGE_GROW(m, m->comments, m->comments_cap,
+		    m->ncomments + 1, cause) != 0)
+			return -1;
 		m->comments[m->ncomments++] = id;
 	}
+	return 0;
 }
 
-/* merge_add counting p as weight inputs (combine passes a whole merge). */
+/*
+ * Folds an opened input into m, counting it as weight inputs (combine
+ * passes a whole merge). The input was checked when it was opened, so
+ * only a sample type mismatch, the budget or a cancel can refuse it; the
+ * first leaves m as it was.
+ */
 static int
-merge_add_weighted(struct merge *m, const Perftools__Profiles__Profile *p,
+merge_add_stream(struct merge *m, struct pprof_stream *in, size_t weight,
+    char **cause)
+{
+	size_t nstr = in->n_string;
+
+	if (MERGE_GROW(m, m->str_map, m->str_map_cap, nstr + 1, cause) != 0)
+		return -1;
+	memset(m->str_map, 0xff, (nstr + 1) * sizeof *m->str_map);
+	if (merge_align_types(m, in, cause) != 0)
+		return -1;
+	if (m->ninputs == 0 && !m->types_fixed &&
+	    merge_take_types(m, in->n_sample_type, cause) != 0)
+		return -1;
+	if (merge_functions_in(m, in, cause) != 0 ||
+	    merge_mappings_in(m, in, cause) != 0 ||
+	    merge_locations_in(m, in, cause) != 0)
+		return -1;
+	if (merge_cancel_poll(m, MERGE_CANCEL_WORK))
+		return xcause(cause, "merge cancelled");
+	if (merge_header_in(m, in, cause) != 0 ||
+	    merge_samples_in(m, in, cause) != 0)
+		return -1;
+	m->ninputs += weight;
+	return 0;
+}
+
+/* merge_add_raw counting the input as weight inputs. */
+static int
+merge_add_raw_weighted(struct merge *m, const uint8_t *raw, size_t len,
     size_t weight, char **cause)
 {
-	uint32_t *types = NULL, *units = NULL;
-	size_t nt = p->n_sample_type;
-	int rc = -1;
+	struct pprof_stream in;
+	int rc;
 
 	m->mismatch = 0;
 	m->cancelled = 0;
+	m->nomem = 0;
 	m->cancel_work = 0;
-	merge_keys_grow(&m->str_map, &m->str_map_cap, p->n_string_table,
-	    sizeof *m->str_map);
-	if (p->n_string_table > 0)
-		memset(m->str_map, 0xff,
-		    p->n_string_table * sizeof *m->str_map);
-	if (p->n_string_table == 0 || p->string_table[0] == NULL ||
-	    p->string_table[0][0] != '\0') {
-		xcause(cause, "string table does not start with \"\"");
-		goto out;
+	if (merge_ready(m, cause) != 0)
+		return -1;
+	if ((rc = pprof_stream_open(&in, raw, len, m->acct, m->cancel,
+	    cause)) != 0) {
+		if (rc == PPROF_ENOMEM)
+			m->nomem = 1;
+		if (rc == PPROF_ECANCELED && cause != NULL) {
+			free(*cause);
+			xcause(cause, "merge cancelled");
+		}
+		m->cancelled = rc == PPROF_ECANCELED;
+		pprof_stream_close(&in);
+		return -1;
 	}
-	types = xcalloc(nt + 1, sizeof *types);
-	units = xcalloc(nt + 1, sizeof *units);
-	if (merge_align_types(m, p, types, units, cause) != 0 ||
-	    merge_functions_in(m, p, cause) != 0 ||
-	    merge_mappings_in(m, p, cause) != 0 ||
-	    merge_locations_in(m, p, cause) != 0 ||
-	    merge_check_samples(m, p, cause) != 0 ||
-	    merge_check_header(p, cause) != 0)
-		goto out;
-	if (m->ninputs == 0 && !m->types_fixed) {
-		/* The first input fixes the sample types. */
-		free(m->type_type);
-		free(m->type_unit);
-		m->type_type = types;
-		m->type_unit = units;
-		m->ntypes = nt;
-		types = units = NULL;
-	}
-	if (merge_cancel_poll(m, MERGE_CANCEL_WORK)) {
-		xcause(cause, "merge cancelled");
-		goto out;
-	}
-	merge_header_in(m, p);
-	if (merge_samples_in(m, p, cause) != 0)
-		goto out;
-	m->ninputs += weight;
-	rc = 0;
-out:
-	free(types);
-	free(units);
+	rc = merge_add_stream(m, &in, weight, cause);
+	pprof_stream_close(&in);
 	return rc;
 }
 
-/* Folds one decoded profile into m. */
+/* Folds one raw (inflated) profile into m, read in place. */
+int
+merge_add_raw(struct merge *m, const uint8_t *raw, size_t len, char **cause)
+{
+	return merge_add_raw_weighted(m, raw, len, 1, cause);
+}
+
+/* Folds one decoded profile into m: packed, then read as raw bytes. */
 int
 merge_add(struct merge *m, const Perftools__Profiles__Profile *p, char **cause)
 {
-	return merge_add_weighted(m, p, 1, cause);
+	uint8_t *raw;
+	size_t len;
+	int rc;
+
+	m->nomem = 0;
+	len = perftools__profiles__profile__get_packed_size(p);
+	if ((raw = budget_alloc(m->acct, len)) == NULL) {
+		m->mismatch = m->cancelled = 0;
+		return merge_nomem(m, cause);
+	}
+	perftools__profiles__profile__pack(p, raw);
+	rc = merge_add_raw(m, raw, len, cause);
+	budget_dealloc(m->acct, raw, len);
+	return rc;
 }
 
 /* Sets the flag merge_add and merge_combine poll (NULL: none). */
@@ -715,18 +830,24 @@ merge_cancelled(const struct merge *m)
 	return m->cancelled;
 }
 
-/* Folds from's merged result into into. */
+/* Folds from's merged result into into, through its raw bytes. */
 int
 merge_combine(struct merge *into, struct merge *from, char **cause)
 {
-	const Perftools__Profiles__Profile *p;
+	uint8_t *raw;
+	size_t len;
+	int rc;
 
 	into->mismatch = 0;
 	into->cancelled = 0;
+	into->nomem = 0;
 	if (from->ninputs == 0)
 		return 0;
-	p = merge_result(from);
-	if (merge_add_weighted(into, p, from->ninputs, cause) != 0)
+	if (merge_result_raw(from, &raw, &len, cause) != 0) {
+		into->nomem = from->nomem;
 		return -1;
-	return 0;
+	}
+	rc = merge_add_raw_weighted(into, raw, len, from->ninputs, cause);
+	budget_dealloc(from->acct, raw, len);
+	return rc;
 }

@@ -26,9 +26,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/xmalloc.h"
 #include "merge/merge_keys.h"
 
 struct arena;
+struct budget_acct;
 
 /* A label while a sample key is being built. */
 struct merge_label {
@@ -40,9 +42,11 @@ struct merge_label {
 
 /* Everything one merge holds (see merge.h and merge.c). */
 struct merge {
+	struct budget_acct *acct;	/* charged for all the below */
 	size_t		 ninputs;
 	int		 mismatch;	/* last failure: sample types differ */
 	int		 cancelled;	/* last failure: *cancel was set */
+	int		 nomem;		/* last failure: acct refused memory */
 	const volatile int *cancel;	/* merge_set_cancel, or NULL */
 	size_t		 cancel_work;	/* work since cancel was last read */
 
@@ -66,6 +70,7 @@ struct merge {
 	int		 types_fixed;	/* set by merge_expect_types */
 	uint32_t	*type_type;
 	uint32_t	*type_unit;
+	size_t		 type_cap, type_unit_cap;
 	int		 have_period_type;
 	uint32_t	 period_type;
 	uint32_t	 period_unit;
@@ -78,12 +83,15 @@ struct merge {
 	uint32_t	 doc_url;
 	uint32_t	*comments;
 	size_t		 ncomments;
+	size_t		 comments_cap;
 
 	/* Per-input scratch, reused from one input to the next. */
 	uint32_t	*str_map;
 	size_t		 str_map_cap;
 	uint32_t	*fn_map, *map_map, *map_key, *loc_map;
 	size_t		 fn_cap, map_cap, map_key_cap, loc_cap;
+	uint32_t	*in_types;	/* the input's types and units */
+	size_t		 in_types_cap;
 	uint8_t		*type_used;
 	size_t		 type_used_cap;
 	struct merge_idmap fn_ids, map_ids, loc_ids;
@@ -96,8 +104,16 @@ struct merge {
 	size_t		*perm;
 	size_t		 perm_cap;
 
-	/* merge_result's output, rebuilt on each call. */
+	/* merge_result's output, rebuilt on each call (tests and tools). */
 	struct arena	*out;
 };
+
+/* Records that the account refused memory and sets *cause. Returns -1. */
+static inline int
+merge_nomem(struct merge *m, char **cause)
+{
+	m->nomem = 1;
+	return xcause(cause, "merge ran out of memory");
+}
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/budget.h"
 #include "common/xmalloc.h"
 #include "merge/merge_keys.h"
 
@@ -48,43 +49,89 @@ merge_keys_hash(const void *data, size_t n)
 	return (uint32_t)h;
 }
 
-/* Prepares an empty keyset. */
+/* Prepares an empty keyset; the first put allocates. */
 void
-merge_keys_init(struct merge_keyset *ks)
+merge_keys_init(struct merge_keyset *ks, struct budget_acct *acct)
 {
 	memset(ks, 0, sizeof *ks);
-	ks->mask = 63;
-	ks->slots = xcalloc(ks->mask + 1, sizeof *ks->slots);
+	ks->acct = acct;
 }
 
 /* Frees the keyset's pool, entries and index. */
 void
 merge_keys_clear(struct merge_keyset *ks)
 {
-	free(ks->pool);
-	free(ks->ents);
-	free(ks->slots);
-	memset(ks, 0, sizeof *ks);
+	struct budget_acct *acct = ks->acct;
+
+	budget_dealloc(acct, ks->pool, ks->pool_cap);
+	budget_dealloc(acct, ks->ents, ks->cap * sizeof *ks->ents);
+	if (ks->slots != NULL)
+		budget_dealloc(acct, ks->slots, (ks->mask + 1) *
+		    sizeof *ks->slots);
+	merge_keys_init(ks, acct);
 }
 
-/* Doubles the hash index. */
-static void
-merge_keys_rehash(struct merge_keyset *ks)
+/* Bytes held: pool, entries and index. */
+size_t
+merge_keys_bytes(const struct merge_keyset *ks)
 {
-	size_t nmask = ks->mask * 2 + 1, i, pos;
-	uint64_t *nslots = xcalloc(nmask + 1, sizeof *nslots);
+	return ks->pool_cap + ks->cap * sizeof *ks->ents +
+	    (ks->slots != NULL ? (ks->mask + 1) * sizeof *ks->slots : 0);
+}
 
-	for (i = 0; i <= ks->mask; i++) {
+/* Makes the index 2^bits slots (at least 64), rehashing what it holds. */
+static int
+merge_keys_rehash(struct merge_keyset *ks, size_t nslots)
+{
+	size_t nmask = nslots - 1, i, pos;
+	uint64_t *nslot;
+
+	if ((nslot = budget_calloc(ks->acct, nslots, sizeof *nslot)) == NULL)
+		return -1;
+	for (i = 0; ks->slots != NULL && i <= ks->mask; i++) {
 		if (ks->slots[i] == 0)
 			continue;
 		pos = (ks->slots[i] >> 32) & nmask;
-		while (nslots[pos] != 0)
+		while (nslot[pos] != 0)
 			pos = (pos + 1) & nmask;
-		nslots[pos] = ks->slots[i];
+		nslot[pos] = ks->slots[i];
 	}
-	free(ks->slots);
-	ks->slots = nslots;
+	if (ks->slots != NULL)
+		budget_dealloc(ks->acct, ks->slots, (ks->mask + 1) *
+		    sizeof *ks->slots);
+	ks->slots = nslot;
 	ks->mask = nmask;
+	return 0;
+}
+
+/*
+ * Makes room for one more key of len bytes: pool, entry and an index at
+ * most half full afterwards. -1 (nothing changed but capacities) if the
+ * account refuses.
+ */
+static int
+merge_keys_room(struct merge_keyset *ks, size_t len)
+{
+	size_t need = ks->pool_len + ((len + 1 + 3) & ~(size_t)3), ncap;
+	uint8_t *np;
+
+	if (ks->slots == NULL && merge_keys_rehash(ks, 64) != 0)
+		return -1;
+	if ((ks->n + 1) * 2 > ks->mask + 1 &&
+	    merge_keys_rehash(ks, (ks->mask + 1) * 2) != 0)
+		return -1;
+	if (need > ks->pool_cap) {
+		ncap = ks->pool_cap ? ks->pool_cap : 4096;
+		while (ncap < need)
+			ncap *= 2;
+		if ((np = budget_realloc(ks->acct, ks->pool, ks->pool_cap,
+		    ncap)) == NULL)
+			return -1;
+		ks->pool = np;
+		ks->pool_cap = ncap;
+	}
+	return budget_grow(ks->acct, &ks->ents, &ks->cap, ks->n + 1,
+	    sizeof *ks->ents);
 }
 
 /* Finds key (len bytes) or adds it; returns its index, *added says which. */
@@ -93,11 +140,12 @@ merge_keys_put(struct merge_keyset *ks, const void *key, size_t len,
     int *added)
 {
 	uint32_t h = merge_keys_hash(key, len), idx;
-	size_t pos = h & ks->mask, need;
+	size_t pos, need;
 	uint64_t slot;
 	struct merge_keyset_entry *e;
 
-	while ((slot = ks->slots[pos]) != 0) {
+	for (pos = h & ks->mask; ks->slots != NULL &&
+	    (slot = ks->slots[pos]) != 0; pos = (pos + 1) & ks->mask) {
 		if ((uint32_t)(slot >> 32) == h) {
 			idx = (uint32_t)slot - 1;
 			e = &ks->ents[idx];
@@ -108,18 +156,15 @@ merge_keys_put(struct merge_keyset *ks, const void *key, size_t len,
 				return idx;
 			}
 		}
-		pos = (pos + 1) & ks->mask;
 	}
+	if (len > UINT32_MAX - 8 || ks->n >= MERGE_KEYS_NONE - 1 ||
+	    merge_keys_room(ks, len) != 0)
+		return MERGE_KEYS_NONE;
+	/* The index may have grown: find the free slot again. */
+	for (pos = h & ks->mask; ks->slots[pos] != 0;
+	    pos = (pos + 1) & ks->mask)
+		;
 	need = ks->pool_len + ((len + 1 + 3) & ~(size_t)3);
-	if (need > ks->pool_cap) {
-		size_t ncap = ks->pool_cap ? ks->pool_cap : 4096;
-
-		while (ncap < need)
-			ncap *= 2;
-		ks->pool = xreallocarray(ks->pool, ncap, 1);
-		ks->pool_cap = ncap;
-	}
-	merge_keys_grow(&ks->ents, &ks->cap, ks->n + 1, sizeof *ks->ents);
 	idx = (uint32_t)ks->n++;
 	e = &ks->ents[idx];
 	e->off = ks->pool_len;
@@ -130,19 +175,28 @@ merge_keys_put(struct merge_keyset *ks, const void *key, size_t len,
 	memset(ks->pool + e->off + len, 0, need - ks->pool_len - len);
 	ks->pool_len = need;
 	ks->slots[pos] = ((uint64_t)h << 32) | ((uint64_t)idx + 1);
-	if (ks->n * 2 > ks->mask + 1)
-		merge_keys_rehash(ks);
 	if (added != NULL)
 		*added = 1;
 	return idx;
 }
 
+/* Frees the idmap's tables and leaves it zeroed. */
+void
+merge_keys_idmap_clear(struct merge_idmap *im, struct budget_acct *acct)
+{
+	budget_dealloc(acct, im->keys, im->cap * sizeof *im->keys);
+	budget_dealloc(acct, im->vals, im->cap * sizeof *im->vals);
+	memset(im, 0, sizeof *im);
+}
+
 /* Builds the id -> index translation for n ids. */
 int
-merge_keys_idmap_build(struct merge_idmap *im, const uint64_t *ids, size_t n,
-    const char *what, char **cause)
+merge_keys_idmap_build(struct merge_idmap *im, struct budget_acct *acct,
+    const uint64_t *ids, size_t n, const char *what, char **cause)
 {
 	size_t i, pos, size;
+	uint64_t *nk;
+	uint32_t *nv;
 
 	im->dense = 1;
 	for (i = 0; i < n; i++) {
@@ -156,8 +210,18 @@ merge_keys_idmap_build(struct merge_idmap *im, const uint64_t *ids, size_t n,
 	for (size = 16; size < n * 2; size *= 2)
 		;
 	if (size > im->cap) {
-		im->keys = xreallocarray(im->keys, size, sizeof *im->keys);
-		im->vals = xreallocarray(im->vals, size, sizeof *im->vals);
+		nk = budget_alloc(acct, size * sizeof *im->keys);
+		nv = nk == NULL ? NULL : budget_alloc(acct,
+		    size * sizeof *im->vals);
+		if (nv == NULL) {
+			if (nk != NULL)
+				budget_dealloc(acct, nk, size * sizeof *nk);
+			xcause(cause, "no memory for %s ids", what);
+			return -2;
+		}
+		merge_keys_idmap_clear(im, acct);
+		im->keys = nk;
+		im->vals = nv;
 		im->cap = size;
 	}
 	im->mask = size - 1;
@@ -178,11 +242,3 @@ merge_keys_idmap_build(struct merge_idmap *im, const uint64_t *ids, size_t n,
 	return 0;
 }
 
-/* Frees the idmap's tables and leaves it zeroed. */
-void
-merge_keys_idmap_clear(struct merge_idmap *im)
-{
-	free(im->keys);
-	free(im->vals);
-	memset(im, 0, sizeof *im);
-}

@@ -3,8 +3,9 @@
  * keys (strings, functions, mappings, locations, samples) in an append-only
  * pool and finds them again by content; an idmap translates one input's
  * 64-bit ids (functions, mappings, locations) to their table indices.
- * merge_keys_grow is the growable-array helper both they and merge.c use.
- * The lookups the merge runs per sample are inline here.
+ * Their memory is charged to a budget account (common/budget.h), which
+ * may refuse it: then the call fails and the set stays as it was. The
+ * lookups the merge runs per sample are inline here.
  */
 #ifndef PROFD_MERGE_KEYS_H
 #define PROFD_MERGE_KEYS_H
@@ -12,13 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/xmalloc.h"
+struct budget_acct;
 
 /* What merge_keys_idmap_get returns for an unknown id. */
 #define MERGE_KEYS_NONE	UINT32_MAX
 
 /* An append-only set of byte-string keys with a hash index. */
 struct merge_keyset {
+	struct budget_acct *acct;	/* charged for everything below */
 	uint8_t		*pool;		/* keys, each NUL-terminated, 4-aligned */
 	size_t		 pool_len;
 	size_t		 pool_cap;
@@ -30,7 +32,7 @@ struct merge_keyset {
 	size_t		 n;
 	size_t		 cap;
 	uint64_t	*slots;		/* hash << 32 | (index + 1); 0 empty */
-	size_t		 mask;
+	size_t		 mask;		/* slots - 1; 0 before the first put */
 };
 
 /* Translation of one input id space (functions, mappings, locations). */
@@ -42,32 +44,19 @@ struct merge_idmap {
 	size_t		 cap;
 };
 
-/* Grows *arr (of elsize elements, capacity *cap) to hold need elements. */
-static inline void
-merge_keys_grow(void *arrp, size_t *cap, size_t need, size_t elsize)
-{
-	void **arr = arrp;
-	size_t ncap;
-
-	if (need <= *cap)
-		return;
-	ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	*arr = xreallocarray(*arr, ncap, elsize);
-	*cap = ncap;
-}
-
-/* Prepares an empty keyset. */
-void		 merge_keys_init(struct merge_keyset *);
-/* Frees what the keyset holds and leaves it zeroed. */
+/* Prepares an empty keyset charged to acct (may be NULL); allocates nothing. */
+void		 merge_keys_init(struct merge_keyset *, struct budget_acct *acct);
+/* Frees what the keyset holds and leaves it empty. */
 void		 merge_keys_clear(struct merge_keyset *);
 /*
  * Finds key (len bytes) or adds it. Returns its index; *added (may be
- * NULL) tells which.
+ * NULL) tells which. Returns MERGE_KEYS_NONE, the set unchanged, when the
+ * account refuses the room to add it.
  */
 uint32_t	 merge_keys_put(struct merge_keyset *, const void *key,
 		    size_t len, int *added);
+/* Bytes the keyset holds (what it is charged). */
+size_t		 merge_keys_bytes(const struct merge_keyset *);
 
 /* The key stored at index i; *len (may be NULL) gets its length. */
 static inline const void *
@@ -79,14 +68,16 @@ merge_keys_key(const struct merge_keyset *ks, uint32_t i, uint32_t *len)
 }
 
 /*
- * Builds the id -> index translation for n ids. Returns -1 with *cause set
- * ("<what> N has id 0", "duplicate <what> id N").
+ * Builds the id -> index translation for n ids, its tables charged to acct.
+ * Returns -1 with *cause set ("<what> N has id 0", "duplicate <what> id
+ * N"), or -2 when the account refused its memory.
  */
 int		 merge_keys_idmap_build(struct merge_idmap *,
-		    const uint64_t *ids, size_t n, const char *what,
-		    char **cause);
-/* Frees the idmap's tables. */
-void		 merge_keys_idmap_clear(struct merge_idmap *);
+		    struct budget_acct *acct, const uint64_t *ids, size_t n,
+		    const char *what, char **cause);
+/* Frees the idmap's tables (charged to acct). */
+void		 merge_keys_idmap_clear(struct merge_idmap *,
+		    struct budget_acct *acct);
 
 /* Index of id among the n entries, or MERGE_KEYS_NONE. */
 static inline uint32_t

@@ -1,21 +1,28 @@
 /*
- * Building the merged profile (merge_result, merge_result_gzip): a fresh
- * Profile in the merge's arena holding only the nonzero samples and the
- * locations, functions, mappings and strings they reach, renumbered
- * densely in first-seen order. It is built in six phases: mark what is
- * kept, then the string table and header, mappings, functions, locations
- * and samples.
+ * Building the merged profile from a merge's tables: only the nonzero
+ * samples and the locations, functions, mappings and strings they reach,
+ * renumbered densely in first-seen order. Phase 1 marks what is kept and
+ * numbers it (merge_result_mark, merge_result_number); then either
+ * merge_result builds protobuf-c's Profile from the marks (for tests and
+ * tools), or merge_result_raw and merge_result_gzip write the same
+ * profile's protobuf bytes straight from the tables, field by field in
+ * the order protobuf-c packs them, so that the daemon never holds the
+ * result twice (once as objects, once packed): the bytes are exactly
+ * what protobuf-c would pack from merge_result's Profile (the unit tests
+ * and the merge fuzzer compare the two).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/arena.h"
+#include "common/budget.h"
 #include "common/xmalloc.h"
 #include "merge/merge.h"
 #include "merge/merge_int.h"
 #include "merge/merge_keys.h"
 #include "proto/pprof.h"
+#include "proto/pprof_write.h"
 
 /*
  * merge_result's renumbering of the tables: per entry, 0 if the result
@@ -28,11 +35,34 @@ struct merge_marks {
 	size_t		 nsamples, nlocs, nfns, nmaps;
 };
 
-/* A zeroed renumbering of a table of n entries. */
-static uint32_t *
-merge_result_marks_new(size_t n)
+/* Allocates the zeroed renumberings of m's tables; -1 if refused. */
+static int
+merge_result_marks_new(struct merge *m, struct merge_marks *mk)
 {
-	return xcalloc(n + 1, sizeof(uint32_t));
+	memset(mk, 0, sizeof *mk);
+	mk->sample = budget_calloc(m->acct, m->samples.n + 1, sizeof(uint32_t));
+	mk->loc = budget_calloc(m->acct, m->locs.n + 1, sizeof(uint32_t));
+	mk->fn = budget_calloc(m->acct, m->funcs.n + 1, sizeof(uint32_t));
+	mk->map = budget_calloc(m->acct, m->maps.n + 1, sizeof(uint32_t));
+	mk->str = budget_calloc(m->acct, m->strs.n + 1, sizeof(uint32_t));
+	if (mk->sample == NULL || mk->loc == NULL || mk->fn == NULL ||
+	    mk->map == NULL || mk->str == NULL) {
+		m->nomem = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* Frees the renumberings. */
+static void
+merge_result_marks_free(struct merge *m, struct merge_marks *mk)
+{
+	budget_dealloc(m->acct, mk->sample, (m->samples.n + 1) *
+	    sizeof(uint32_t));
+	budget_dealloc(m->acct, mk->loc, (m->locs.n + 1) * sizeof(uint32_t));
+	budget_dealloc(m->acct, mk->fn, (m->funcs.n + 1) * sizeof(uint32_t));
+	budget_dealloc(m->acct, mk->map, (m->maps.n + 1) * sizeof(uint32_t));
+	budget_dealloc(m->acct, mk->str, (m->strs.n + 1) * sizeof(uint32_t));
 }
 
 /* The result's index of global string id (after merge_result_strings). */
@@ -125,25 +155,40 @@ merge_result_mark(const struct merge *m, struct merge_marks *mk)
 }
 
 /*
- * Phase 2: the string table (new index = position among the used
- * strings), then the header fields, which refer to it.
+ * Phase 1 ends numbering the kept strings: a string's index in the
+ * result is its position among them. Returns how many there are.
+ */
+static size_t
+merge_result_number(const struct merge *m, struct merge_marks *mk)
+{
+	size_t i, nstrs = 0;
+
+	for (i = 0; i < m->strs.n; i++) {
+		if (mk->str[i])
+			mk->str[i] = (uint32_t)nstrs++;
+	}
+	return nstrs;
+}
+
+/*
+ * Phase 2: the string table (numbered by merge_result_number), then the
+ * header fields, which refer to it.
  */
 static void
 merge_result_strings(const struct merge *m, struct merge_marks *mk,
-    Perftools__Profiles__Profile *p)
+    size_t nstrs, Perftools__Profiles__Profile *p)
 {
 	static const Perftools__Profiles__ValueType vt_init =
 	    PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
 	struct arena *a = m->out;
-	size_t i, nt = m->ntypes, nstrs = 0;
+	size_t i, nt = m->ntypes;
 
-	p->string_table = arena_alloc(a, (m->strs.n + 1) * sizeof(char *));
+	p->string_table = arena_alloc(a, (nstrs + 1) * sizeof(char *));
 	for (i = 0; i < m->strs.n; i++) {
-		if (!mk->str[i])
-			continue;
-		mk->str[i] = (uint32_t)nstrs;
-		p->string_table[nstrs++] = (char *)merge_keys_key(&m->strs,
-		    (uint32_t)i, NULL);
+		/* Kept strings are those numbered, and "" (0) always is. */
+		if (i == 0 || mk->str[i] != 0)
+			p->string_table[mk->str[i]] = (char *)merge_keys_key(
+			    &m->strs, (uint32_t)i, NULL);
 	}
 	p->n_string_table = nstrs;
 
@@ -350,40 +395,332 @@ merge_result(struct merge *m)
 	    PERFTOOLS__PROFILES__PROFILE__INIT;
 	Perftools__Profiles__Profile *p;
 	struct merge_marks mk;
+	size_t nstrs;
 
 	arena_reset(m->out);
+	if (merge_result_marks_new(m, &mk) != 0) {
+		merge_result_marks_free(m, &mk);
+		return NULL;
+	}
 	p = arena_alloc(m->out, sizeof *p);
 	*p = profile_init;
-
-	memset(&mk, 0, sizeof mk);
-	mk.sample = merge_result_marks_new(m->samples.n);
-	mk.loc = merge_result_marks_new(m->locs.n);
-	mk.fn = merge_result_marks_new(m->funcs.n);
-	mk.map = merge_result_marks_new(m->maps.n);
-	mk.str = merge_result_marks_new(m->strs.n);
-
 	merge_result_mark(m, &mk);
-	merge_result_strings(m, &mk, p);
+	nstrs = merge_result_number(m, &mk);
+	merge_result_strings(m, &mk, nstrs, p);
 	merge_result_mappings(m, &mk, p);
 	merge_result_functions(m, &mk, p);
 	merge_result_locations(m, &mk, p);
 	merge_result_samples(m, &mk, p);
-
-	free(mk.sample);
-	free(mk.loc);
-	free(mk.fn);
-	free(mk.map);
-	free(mk.str);
+	merge_result_marks_free(m, &mk);
 	return p;
 }
 
-/* Builds the merged profile, serializes and gzips it. */
+/*
+ * The writer's side. Field numbers are those of proto/profile.proto;
+ * protobuf-c packs a message's fields in number order, leaves out a
+ * proto3 scalar that is 0 and a repeated field with no entries, packs
+ * repeated scalars, and writes a singular message whenever it is set.
+ */
+
+/* Writes a ValueType as field field of its parent. */
+static void
+merge_result_w_value_type(struct pprof_write *w, uint32_t field,
+    uint64_t type, uint64_t unit)
+{
+	pprof_write_len(w, field, pprof_write_field_size(type) +
+	    pprof_write_field_size(unit));
+	pprof_write_uint(w, 1, type);
+	pprof_write_uint(w, 2, unit);
+}
+
+/* Bytes of the packed body of n uint32 ids renumbered through ren. */
+static size_t
+merge_result_w_ids_size(const uint32_t *ids, size_t n, const uint32_t *ren)
+{
+	size_t j, len = 0;
+
+	for (j = 0; j < n; j++)
+		len += pprof_write_varint_size(ren[ids[j]]);
+	return len;
+}
+
+/* Bytes of the packed body of n int64 values. */
+static size_t
+merge_result_w_values_size(const int64_t *v, size_t n)
+{
+	size_t j, len = 0;
+
+	for (j = 0; j < n; j++)
+		len += pprof_write_varint_size((uint64_t)v[j]);
+	return len;
+}
+
+/* Bytes of the Label body of kk (a label of a sample key). */
+static size_t
+merge_result_w_label_size(const struct merge_marks *mk, const uint32_t *kk)
+{
+	int64_t num;
+
+	memcpy(&num, &kk[2], 8);
+	return pprof_write_field_size(mk->str[kk[0]]) +
+	    pprof_write_field_size(mk->str[kk[1]]) +
+	    pprof_write_field_size((uint64_t)num) +
+	    pprof_write_field_size(mk->str[kk[4]]);
+}
+
+/* Field 2: the kept samples. */
+static void
+merge_result_w_samples(const struct merge *m, const struct merge_marks *mk,
+    struct pprof_write *w)
+{
+	const uint32_t *key, *kk;
+	const int64_t *v;
+	size_t j, nt = m->ntypes, len, ll, vl, lb;
+	uint32_t si;
+	int64_t num;
+
+	for (si = 0; si < m->samples.n && !w->failed; si++) {
+		if (!mk->sample[si])
+			continue;
+		key = merge_keys_key(&m->samples, si, NULL);
+		v = &m->values[(size_t)si * nt];
+		ll = merge_result_w_ids_size(&key[2], key[0], mk->loc);
+		vl = merge_result_w_values_size(v, nt);
+		len = (key[0] ? 1 + pprof_write_varint_size(ll) + ll : 0) +
+		    (nt ? 1 + pprof_write_varint_size(vl) + vl : 0);
+		for (j = 0; j < key[1]; j++) {
+			lb = merge_result_w_label_size(mk,
+			    &key[2 + key[0] + 5 * j]);
+			len += 1 + pprof_write_varint_size(lb) + lb;
+		}
+		pprof_write_len(w, 2, len);
+		if (key[0] > 0) {
+			pprof_write_len(w, 1, ll);
+			for (j = 0; j < key[0]; j++)
+				pprof_write_varint(w, mk->loc[key[2 + j]]);
+		}
+		if (nt > 0) {
+			pprof_write_len(w, 2, vl);
+			for (j = 0; j < nt; j++)
+				pprof_write_varint(w, (uint64_t)v[j]);
+		}
+		for (j = 0; j < key[1]; j++) {
+			kk = &key[2 + key[0] + 5 * j];
+			memcpy(&num, &kk[2], 8);
+			pprof_write_len(w, 3, merge_result_w_label_size(mk, kk));
+			pprof_write_uint(w, 1, mk->str[kk[0]]);
+			pprof_write_uint(w, 2, mk->str[kk[1]]);
+			pprof_write_uint(w, 3, (uint64_t)num);
+			pprof_write_uint(w, 4, mk->str[kk[4]]);
+		}
+	}
+}
+
+/* Field 3: the kept mappings. */
+static void
+merge_result_w_mappings(const struct merge *m, const struct merge_marks *mk,
+    struct pprof_write *w)
+{
+	const uint32_t *key;
+	uint64_t start, limit, offset;
+	size_t i;
+	uint8_t fl;
+
+	for (i = 0; i < m->maps.n && !w->failed; i++) {
+		if (!mk->map[i])
+			continue;
+		key = merge_keys_key(&m->maps, (uint32_t)i, NULL);
+		fl = m->map_flags[i];
+		memcpy(&start, &key[0], 8);
+		memcpy(&limit, &key[2], 8);
+		memcpy(&offset, &key[4], 8);
+		pprof_write_len(w, 3, pprof_write_field_size(mk->map[i]) +
+		    pprof_write_field_size(start) +
+		    pprof_write_field_size(limit) +
+		    pprof_write_field_size(offset) +
+		    pprof_write_field_size(mk->str[key[6]]) +
+		    pprof_write_field_size(mk->str[key[7]]) +
+		    2 * (((fl & 1) != 0) + ((fl & 2) != 0) + ((fl & 4) != 0) +
+		    ((fl & 8) != 0)));
+		pprof_write_uint(w, 1, mk->map[i]);
+		pprof_write_uint(w, 2, start);
+		pprof_write_uint(w, 3, limit);
+		pprof_write_uint(w, 4, offset);
+		pprof_write_uint(w, 5, mk->str[key[6]]);
+		pprof_write_uint(w, 6, mk->str[key[7]]);
+		pprof_write_uint(w, 7, (fl & 1) != 0);
+		pprof_write_uint(w, 8, (fl & 2) != 0);
+		pprof_write_uint(w, 9, (fl & 4) != 0);
+		pprof_write_uint(w, 10, (fl & 8) != 0);
+	}
+}
+
+/* Bytes of the Line body of k (a line of a location key). */
+static size_t
+merge_result_w_line_size(const struct merge_marks *mk, const uint32_t *k)
+{
+	int64_t line, column;
+
+	memcpy(&line, &k[1], 8);
+	memcpy(&column, &k[3], 8);
+	return pprof_write_field_size(k[0] ? mk->fn[k[0] - 1] : 0) +
+	    pprof_write_field_size((uint64_t)line) +
+	    pprof_write_field_size((uint64_t)column);
+}
+
+/* Field 4: the kept locations, with their lines. */
+static void
+merge_result_w_locations(const struct merge *m,
+    const struct merge_marks *mk, struct pprof_write *w)
+{
+	const struct merge_loc *li;
+	const uint32_t *key, *k;
+	size_t i, j, nlines, len, ln;
+	uint64_t mapping;
+	int64_t line, column;
+	uint32_t klen;
+
+	for (i = 0; i < m->locs.n && !w->failed; i++) {
+		if (!mk->loc[i])
+			continue;
+		li = &m->loc_info[i];
+		key = merge_keys_key(&m->locs, (uint32_t)i, &klen);
+		nlines = key[0] == 1 ? (klen / 4 - 1) / 5 : 0;
+		mapping = li->mapping ? mk->map[li->mapping - 1] : 0;
+		len = pprof_write_field_size(mk->loc[i]) +
+		    pprof_write_field_size(mapping) +
+		    pprof_write_field_size(li->address) +
+		    pprof_write_field_size(li->folded);
+		for (j = 0; j < nlines; j++) {
+			ln = merge_result_w_line_size(mk, &key[1 + 5 * j]);
+			len += 1 + pprof_write_varint_size(ln) + ln;
+		}
+		pprof_write_len(w, 4, len);
+		pprof_write_uint(w, 1, mk->loc[i]);
+		pprof_write_uint(w, 2, mapping);
+		pprof_write_uint(w, 3, li->address);
+		for (j = 0; j < nlines; j++) {
+			k = &key[1 + 5 * j];
+			memcpy(&line, &k[1], 8);
+			memcpy(&column, &k[3], 8);
+			pprof_write_len(w, 4, merge_result_w_line_size(mk, k));
+			pprof_write_uint(w, 1, k[0] ? mk->fn[k[0] - 1] : 0);
+			pprof_write_uint(w, 2, (uint64_t)line);
+			pprof_write_uint(w, 3, (uint64_t)column);
+		}
+		pprof_write_uint(w, 5, li->folded);
+	}
+}
+
+/* Field 5: the kept functions. */
+static void
+merge_result_w_functions(const struct merge *m,
+    const struct merge_marks *mk, struct pprof_write *w)
+{
+	const uint32_t *key;
+	size_t i;
+
+	for (i = 0; i < m->funcs.n && !w->failed; i++) {
+		if (!mk->fn[i])
+			continue;
+		key = merge_keys_key(&m->funcs, (uint32_t)i, NULL);
+		pprof_write_len(w, 5, pprof_write_field_size(mk->fn[i]) +
+		    pprof_write_field_size(mk->str[key[0]]) +
+		    pprof_write_field_size(mk->str[key[1]]) +
+		    pprof_write_field_size(mk->str[key[2]]) +
+		    pprof_write_field_size((uint64_t)m->func_start[i]));
+		pprof_write_uint(w, 1, mk->fn[i]);
+		pprof_write_uint(w, 2, mk->str[key[0]]);
+		pprof_write_uint(w, 3, mk->str[key[1]]);
+		pprof_write_uint(w, 4, mk->str[key[2]]);
+		pprof_write_uint(w, 5, (uint64_t)m->func_start[i]);
+	}
+}
+
+/* Fields 6 to 15: the string table and the header. */
+static void
+merge_result_w_header(const struct merge *m, const struct merge_marks *mk,
+    struct pprof_write *w)
+{
+	const char *str;
+	uint32_t len;
+	size_t i, n;
+
+	for (i = 0; i < m->strs.n && !w->failed; i++) {
+		if (i != 0 && mk->str[i] == 0)
+			continue;
+		str = merge_keys_key(&m->strs, (uint32_t)i, &len);
+		pprof_write_bytes(w, 6, str, len);
+	}
+	pprof_write_uint(w, 7, mk->str[m->drop_frames]);
+	pprof_write_uint(w, 8, mk->str[m->keep_frames]);
+	pprof_write_uint(w, 9, (uint64_t)m->time_nanos);
+	pprof_write_uint(w, 10, (uint64_t)m->duration_nanos);
+	if (m->have_period_type)
+		merge_result_w_value_type(w, 11, mk->str[m->period_type],
+		    mk->str[m->period_unit]);
+	pprof_write_uint(w, 12, (uint64_t)m->period);
+	if (m->ncomments > 0) {
+		for (i = 0, n = 0; i < m->ncomments; i++)
+			n += pprof_write_varint_size(mk->str[m->comments[i]]);
+		pprof_write_len(w, 13, n);
+		for (i = 0; i < m->ncomments; i++)
+			pprof_write_varint(w, mk->str[m->comments[i]]);
+	}
+	pprof_write_uint(w, 14, mk->str[m->default_sample_type]);
+	pprof_write_uint(w, 15, mk->str[m->doc_url]);
+}
+
+/* Writes the merged profile's bytes, raw or gzipped, from m's tables. */
+static int
+merge_result_write(struct merge *m, int gzip, uint8_t **out, size_t *len,
+    char **cause)
+{
+	struct pprof_write w;
+	struct merge_marks mk;
+	size_t i;
+
+	*out = NULL;
+	*len = 0;
+	m->nomem = 0;
+	if (merge_result_marks_new(m, &mk) != 0) {
+		merge_result_marks_free(m, &mk);
+		return merge_nomem(m, cause);
+	}
+	if (pprof_write_init(&w, m->acct, gzip, cause) != 0) {
+		/* zlib starts only if it gets its memory. */
+		merge_result_marks_free(m, &mk);
+		m->nomem = 1;
+		return -1;
+	}
+	merge_result_mark(m, &mk);
+	(void)merge_result_number(m, &mk);
+	for (i = 0; i < m->ntypes; i++)
+		merge_result_w_value_type(&w, 1, mk.str[m->type_type[i]],
+		    mk.str[m->type_unit[i]]);
+	merge_result_w_samples(m, &mk, &w);
+	merge_result_w_mappings(m, &mk, &w);
+	merge_result_w_locations(m, &mk, &w);
+	merge_result_w_functions(m, &mk, &w);
+	merge_result_w_header(m, &mk, &w);
+	merge_result_marks_free(m, &mk);
+	if (pprof_write_finish(&w, out, len, cause) != 0) {
+		m->nomem = 1;	/* the writer only fails for memory */
+		return -1;
+	}
+	return 0;
+}
+
+/* The merged profile's protobuf bytes. */
+int
+merge_result_raw(struct merge *m, uint8_t **out, size_t *len, char **cause)
+{
+	return merge_result_write(m, 0, out, len, cause);
+}
+
+/* The merged profile, serialized and gzipped as it is written. */
 int
 merge_result_gzip(struct merge *m, uint8_t **out, size_t *len, char **cause)
 {
-	int rc;
-
-	rc = pprof_encode_gzip(merge_result(m), out, len, cause);
-	arena_reset(m->out);
-	return rc;
+	return merge_result_write(m, 1, out, len, cause);
 }

@@ -3,11 +3,22 @@
  *
  * A merge request runs as one job on a pool worker (the caller). It claims
  * inputs one at a time from an atomic counter, and queues helper jobs that
- * claim from the same counter. Each participant (caller or helper) fetches,
- * inflates, decodes and validates (pprof_load) its inputs into its own
- * arena and folds them into
- * its own struct merge, so memory is one result-sized merge per
- * participant however many inputs there are. When the counter runs out the
+ * claim from the same counter. Each participant (caller or helper) fetches
+ * and inflates its inputs one at a time and folds each into its own struct
+ * merge straight from the inflated bytes (merge_add_raw checks them as an
+ * upload is checked and reads them in place), so memory is one inflated
+ * input plus one result-sized merge per participant, however many inputs
+ * and samples there are. Every byte of it (the stored and inflated input,
+ * the reader's tables, the merges, the result) is charged to one budget
+ * account for the run, drawn from the budget the caller passes (shared
+ * by all merges of the daemon). When the budget refuses a participant
+ * while others of the run are still at work, it gives up rather than fail
+ * the run, since the merge might fit without parallel shares: it drops its
+ * merge and hands every input it had folded in, and the one it was on,
+ * back; once alone, the caller merges them itself, one at a time. Only a
+ * refusal to a participant working alone stops the run, with 413 (this
+ * merge alone needs more than the budget) or 503 (others hold it).
+ * When the counter runs out the
  * caller closes the run, waits only for helpers that had already joined,
  * and combines their merges into its own. A helper that starts after the
  * run closed returns at once: the caller never waits for a job that has
@@ -24,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/arena.h"
+#include "common/budget.h"
 #include "merge/merge.h"
 #include "merge/merge_run.h"
 #include "common/pool.h"
@@ -37,6 +48,7 @@
 #define MERGE_RUN_MAX_INFLATED	((size_t)256 * 1024 * 1024)
 
 struct merge_run_state {
+	struct budget_acct	 acct;		/* the run's memory */
 	pthread_mutex_t		 lock;
 	pthread_cond_t		 cond;		/* a helper left */
 	int			 refs;		/* caller + queued helpers */
@@ -58,13 +70,20 @@ struct merge_run_state {
 	atomic_size_t		 next;		/* next unclaimed input */
 	atomic_int		 stop;		/* failure or cancel */
 	struct merge_run_skips	 skips;		/* under lock */
+	size_t			*retry;		/* inputs helpers gave back */
+	size_t			 nretry;	/* (under lock) */
 };
 
 /* What one participant owns while it works. */
 struct merge_run_share {
-	struct merge		*m;
-	struct arena		*arena;		/* decoded inputs, one at a time */
+	struct merge		*m;		/* NULL once it gave up */
+	int			 helper;
+	size_t			*done;		/* the inputs in m */
+	size_t			 ndone;
 };
+
+/* What merge_run_one says when a participant gave up for memory. */
+#define MERGE_RUN_GAVE_UP	1
 
 struct merge_run_job {
 	struct pool_job		 job;
@@ -83,9 +102,7 @@ merge_run_unref(struct merge_run_state *st)
 	pthread_mutex_unlock(&st->lock);
 	if (!last)
 		return;
-	for (i = 0; i < st->nresults; i++)
-		merge_free(st->results[i]);
-	free(st->results);
+	free(st->results);	/* merge_run freed the merges in it */
 	free(st->cause);
 	free(st->skips.first);
 	for (i = 0; i < st->ntypes; i++) {
@@ -94,6 +111,7 @@ merge_run_unref(struct merge_run_state *st)
 	}
 	free(st->types);
 	free(st->units);
+	free(st->retry);
 	pthread_cond_destroy(&st->cond);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
@@ -114,6 +132,68 @@ merge_run_fail(struct merge_run_state *st, int code, char *cause)
 	free(cause);
 }
 
+/*
+ * Stops the run because its account refused memory: 413 if this merge
+ * alone would pass the budget, else 503 (retry once others are done).
+ */
+static void
+merge_run_fail_memory(struct merge_run_state *st)
+{
+	size_t want;
+	enum budget_fail why = budget_acct_fail(&st->acct, &want);
+	size_t limit = st->acct.budget != NULL ?
+	    budget_limit(st->acct.budget) : 0;
+
+	switch (why) {
+	case BUDGET_OVER:
+		merge_run_fail(st, 413, xasprintf("needs more than the memory "
+		    "budget of %zu bytes", limit));
+		break;
+	case BUDGET_BUSY:
+		merge_run_fail(st, 503, xstrdup("other merges hold the "
+		    "memory budget"));
+		break;
+	default:
+		merge_run_fail(st, 503, xasprintf("out of memory (%zu bytes "
+		    "refused)", want));
+		break;
+	}
+}
+
+/*
+ * True if a participant the budget refused (on input i) should give up
+ * rather than fail the run: it is a helper (the caller works on), or the
+ * caller while helpers still work. Then its merge goes, and i and the
+ * inputs in it go back for the caller to merge alone at the end.
+ */
+static int
+merge_run_give_up(struct merge_run_state *st, struct merge_run_share *sh,
+    size_t i)
+{
+	int others;
+
+	pthread_mutex_lock(&st->lock);
+	others = st->active > 0;
+	pthread_mutex_unlock(&st->lock);
+	if (!sh->helper && !others)
+		return 0;
+	log_debug("%s: a %s gives %zu inputs back for want of memory",
+	    __func__, sh->helper ? "helper" : "caller", sh->ndone + 1);
+	merge_free(sh->m);
+	sh->m = NULL;
+	pthread_mutex_lock(&st->lock);
+	st->retry = xreallocarray(st->retry, st->nretry + sh->ndone + 1,
+	    sizeof *st->retry);
+	if (sh->ndone > 0)
+		memcpy(st->retry + st->nretry, sh->done,
+		    sh->ndone * sizeof *sh->done);
+	st->nretry += sh->ndone;
+	st->retry[st->nretry++] = i;
+	pthread_mutex_unlock(&st->lock);
+	sh->ndone = 0;
+	return 1;
+}
+
 /* Leaves input i out as damaged (takes why), logging and counting it. */
 static void
 merge_run_skip(struct merge_run_state *st, size_t i, char *why)
@@ -130,18 +210,19 @@ merge_run_skip(struct merge_run_state *st, size_t i, char *why)
 }
 
 /*
- * Fetches, decodes and merges input i into the share. An input that is gone
- * or damaged is left out; only a sample type mismatch (422) fails the run.
+ * Fetches, inflates and merges input i into the share. An input that is
+ * gone or damaged is left out; a sample type mismatch (422), a cancel
+ * (499) or the budget (413, 503) fails the run, except that a participant
+ * the budget refuses while others work gives up (MERGE_RUN_GAVE_UP).
  */
 static int
 merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
     size_t i)
 {
-	Perftools__Profiles__Profile *p;
-	uint8_t *buf = NULL;
-	size_t len = 0;
+	uint8_t *buf = NULL, *raw = NULL;
+	size_t len = 0, rawlen = 0;
 	char *why = NULL;
-	int rc = 0;
+	int rc = 0, held = 0, code;
 
 	switch (st->fetch(st->arg, i, &buf, &len, &why)) {
 	case 0:
@@ -156,26 +237,62 @@ merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
 		    why ? why : "unreadable"));
 		goto out;
 	}
-	p = pprof_load(buf, len, st->max_inflated, arena_allocator(sh->arena),
-	    &why);
-	if (p == NULL) {
+	/* The stored bytes were read already: charge them now. */
+	if (budget_reserve(&st->acct, len) != 0)
+		goto memory;
+	held = 1;
+	if (len > 0 && len <= st->max_inflated && !pprof_is_gzip(buf, len)) {
+		/* Stored raw: read it where it is, charged as it was. */
+		raw = buf;
+		rawlen = len;
+		buf = NULL;
+		held = 0;
+		goto merge;
+	}
+	code = pprof_inflate_acct(buf, len, st->max_inflated, &st->acct, &raw,
+	    &rawlen, &why);
+	budget_release(&st->acct, len);
+	held = 0;
+	free(buf);
+	buf = NULL;
+	if (code == PPROF_ENOMEM)
+		goto memory;
+	if (code != 0) {
 		merge_run_skip(st, i, xasprintf("stored profile %zu no longer "
 		    "decodes: %s", i, why ? why : "invalid"));
 		goto out;
 	}
-	if (merge_add(sh->m, p, &why) != 0) {
+merge:
+	if (merge_add_raw(sh->m, raw, rawlen, &why) != 0) {
 		if (merge_cancelled(sh->m)) {
 			merge_run_fail(st, 499, xstrdup("merge cancelled"));
 			rc = -1;
 		} else if (merge_mismatch(sh->m)) {
 			merge_run_fail(st, 422, xstrdup(why));
 			rc = -1;
-		} else
-			merge_run_skip(st, i, xasprintf("profile %zu: %s", i,
-			    why));
+		} else if (merge_out_of_memory(sh->m))
+			goto memory;
+		else
+			merge_run_skip(st, i, xasprintf("stored profile %zu no "
+			    "longer decodes: %s", i, why));
+	} else {
+		sh->done = xreallocarray(sh->done, sh->ndone + 1,
+		    sizeof *sh->done);
+		sh->done[sh->ndone++] = i;
+	}
+	goto out;
+memory:
+	if (merge_run_give_up(st, sh, i))
+		rc = MERGE_RUN_GAVE_UP;
+	else {
+		merge_run_fail_memory(st);
+		rc = -1;
 	}
 out:
-	arena_reset(sh->arena);
+	if (raw != NULL)
+		budget_dealloc(&st->acct, raw, rawlen);
+	if (held)
+		budget_release(&st->acct, len);
 	free(why);
 	free(buf);
 	return rc;
@@ -202,20 +319,22 @@ merge_run_share_loop(struct merge_run_state *st, struct merge_run_share *sh)
 
 /* Prepares a participant's private state. */
 static void
-merge_run_share_init(struct merge_run_share *sh, const volatile int *cancel)
+merge_run_share_init(struct merge_run_state *st, struct merge_run_share *sh,
+    int helper)
 {
 	memset(sh, 0, sizeof *sh);
-	sh->m = merge_new();
-	merge_set_cancel(sh->m, cancel);
-	sh->arena = arena_new(256 * 1024);
+	sh->m = merge_new(&st->acct);
+	sh->helper = helper;
+	merge_set_cancel(sh->m, st->cancel);
 }
 
-/* Frees a participant's scratch; the merge is kept unless drop_merge. */
+/* Frees a participant's merge unless keep_merge. */
 static void
-merge_run_share_done(struct merge_run_share *sh, int drop_merge)
+merge_run_share_done(struct merge_run_share *sh, int keep_merge)
 {
-	arena_free(sh->arena);
-	if (drop_merge) {
+	free(sh->done);
+	sh->done = NULL;
+	if (!keep_merge) {
 		merge_free(sh->m);
 		sh->m = NULL;
 	}
@@ -238,12 +357,18 @@ merge_run_job_work(struct pool_job *job)
 	st->active++;
 	pthread_mutex_unlock(&st->lock);
 
-	merge_run_share_init(&sh, st->cancel);
-	merge_expect_types(sh.m, st->ntypes, (const char *const *)st->types,
-	    (const char *const *)st->units);
-	merge_run_share_loop(st, &sh);
+	merge_run_share_init(st, &sh, 1);
+	if (merge_expect_types(sh.m, st->ntypes,
+	    (const char *const *)st->types, (const char *const *)st->units,
+	    NULL) != 0) {
+		/* Not even that much memory: leave the work to the caller. */
+		merge_free(sh.m);
+		sh.m = NULL;
+	} else
+		merge_run_share_loop(st, &sh);
 	failed = atomic_load(&st->stop);
-	merge_run_share_done(&sh, failed || merge_count(sh.m) == 0);
+	merge_run_share_done(&sh, !failed && sh.m != NULL &&
+	    merge_count(sh.m) > 0);
 
 	pthread_mutex_lock(&st->lock);
 	if (sh.m != NULL) {
@@ -264,17 +389,102 @@ merge_run_job_done(struct pool_job *job)
 	free(job);
 }
 
+/* A new merge for the caller, which gave its own up. */
+static void
+merge_run_restart(struct merge_run_state *st, struct merge_run_share *sh)
+{
+	sh->m = merge_new(&st->acct);
+	merge_set_cancel(sh->m, st->cancel);
+	if (merge_expect_types(sh->m, st->ntypes,
+	    (const char *const *)st->types, (const char *const *)st->units,
+	    NULL) != 0)
+		merge_run_fail_memory(st);
+}
+
+/* Frees the helpers' merges (all have left: the run is closed). */
+static void
+merge_run_free_results(struct merge_run_state *st)
+{
+	size_t i;
+
+	pthread_mutex_lock(&st->lock);
+	for (i = 0; i < st->nresults; i++)
+		merge_free(st->results[i]);
+	st->nresults = 0;
+	pthread_mutex_unlock(&st->lock);
+}
+
+/* Folds the helpers' merges into the caller's, freeing each once in. */
+static void
+merge_run_join(struct merge_run_state *st, struct merge_run_share *sh)
+{
+	char *why = NULL;
+	size_t i;
+
+	for (i = 0; i < st->nresults && !atomic_load(&st->stop); i++) {
+		if (merge_combine(sh->m, st->results[i], &why) != 0) {
+			if (merge_out_of_memory(sh->m)) {
+				merge_run_fail_memory(st);
+				free(why);
+			} else
+				merge_run_fail(st, merge_cancelled(sh->m) ?
+				    499 : merge_mismatch(sh->m) ? 422 : 500,
+				    why);
+			why = NULL;
+			break;
+		}
+		merge_free(st->results[i]);
+		st->results[i] = NULL;
+	}
+}
+
+/* Queues the helper jobs; they check their inputs against input 0's types. */
+static size_t
+merge_run_helpers(struct pool *pool, struct merge_run_state *st,
+    struct merge_run_share *sh)
+{
+	struct merge_run_job *job;
+	size_t i, nhelpers, n = st->n;
+
+	st->ntypes = merge_ntypes(sh->m);
+	st->types = xcalloc(st->ntypes + 1, sizeof *st->types);
+	st->units = xcalloc(st->ntypes + 1, sizeof *st->units);
+	for (i = 0; i < st->ntypes; i++) {
+		const char *unit;
+
+		st->types[i] = xstrdup(merge_type(sh->m, i, &unit));
+		st->units[i] = xstrdup(unit);
+	}
+	nhelpers = (size_t)pool_workers(pool);
+	if (nhelpers > 0)
+		nhelpers--;
+	if (nhelpers > n - 1)
+		nhelpers = n - 1;
+	if (nhelpers > 64)
+		nhelpers = 64;
+	pthread_mutex_lock(&st->lock);
+	st->refs += (int)nhelpers;
+	pthread_mutex_unlock(&st->lock);
+	for (i = 0; i < nhelpers; i++) {
+		job = xcalloc(1, sizeof *job);
+		job->job.work = merge_run_job_work;
+		job->job.done = merge_run_job_done;
+		job->st = st;
+		pool_submit_force(pool, &job->job);
+	}
+	return nhelpers;
+}
+
 /* See merge_run.h. */
 int
-merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
-    size_t max_inflated, const volatile int *cancel, uint8_t **out,
-    size_t *outlen, struct merge_run_skips *skips, int *http_code,
-    char **cause)
+merge_run(struct pool *pool, struct budget *budget, size_t n,
+    merge_fetch_cb fetch, void *arg, size_t max_inflated,
+    const volatile int *cancel, uint8_t **out, size_t *outlen,
+    struct merge_run_skips *skips, int *http_code, char **cause)
 {
 	struct merge_run_state *st;
 	struct merge_run_share sh;
-	struct merge_run_job *job;
-	size_t i, nhelpers = 0;
+	size_t i, nhelpers = 0, left;
 	char *why = NULL;
 	int rc = -1;
 
@@ -287,6 +497,7 @@ merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 		return xcause(cause, "no profiles to merge");
 	}
 	st = xcalloc(1, sizeof *st);
+	budget_acct_init(&st->acct, budget);
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_cond_init(&st->cond, NULL);
 	st->refs = 1;
@@ -298,7 +509,7 @@ merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 	atomic_init(&st->next, 0);
 	atomic_init(&st->stop, 0);
 
-	merge_run_share_init(&sh, st->cancel);
+	merge_run_share_init(st, &sh, 0);
 	/*
 	 * The first input that merges, alone: it fixes the order of the
 	 * sample types (inputs left out before it do not count).
@@ -313,37 +524,9 @@ merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 			break;
 		merge_run_one(st, &sh, i);
 	}
-
 	if (pool != NULL && !atomic_load(&st->stop) &&
-	    atomic_load(&st->next) < n) {
-		/* Helpers check their inputs against input 0's types. */
-		st->ntypes = merge_ntypes(sh.m);
-		st->types = xcalloc(st->ntypes + 1, sizeof *st->types);
-		st->units = xcalloc(st->ntypes + 1, sizeof *st->units);
-		for (i = 0; i < st->ntypes; i++) {
-			const char *unit;
-
-			st->types[i] = xstrdup(merge_type(sh.m, i, &unit));
-			st->units[i] = xstrdup(unit);
-		}
-		nhelpers = (size_t)pool_workers(pool);
-		if (nhelpers > 0)
-			nhelpers--;
-		if (nhelpers > n - 1)
-			nhelpers = n - 1;
-		if (nhelpers > 64)
-			nhelpers = 64;
-		pthread_mutex_lock(&st->lock);
-		st->refs += (int)nhelpers;
-		pthread_mutex_unlock(&st->lock);
-		for (i = 0; i < nhelpers; i++) {
-			job = xcalloc(1, sizeof *job);
-			job->job.work = merge_run_job_work;
-			job->job.done = merge_run_job_done;
-			job->st = st;
-			pool_submit_force(pool, &job->job);
-		}
-	}
+	    atomic_load(&st->next) < n)
+		nhelpers = merge_run_helpers(pool, st, &sh);
 	merge_run_share_loop(st, &sh);
 
 	/* Close the run and wait for the helpers that joined it. */
@@ -353,15 +536,16 @@ merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 		pthread_cond_wait(&st->cond, &st->lock);
 	pthread_mutex_unlock(&st->lock);
 
-	if (!atomic_load(&st->stop)) {
-		for (i = 0; i < st->nresults; i++) {
-			if (merge_combine(sh.m, st->results[i], &why) != 0) {
-				merge_run_fail(st, merge_cancelled(sh.m) ? 499 :
-				    merge_mismatch(sh.m) ? 422 : 500, why);
-				why = NULL;
-				break;
-			}
-		}
+	if (sh.m == NULL && !atomic_load(&st->stop))
+		merge_run_restart(st, &sh);
+	merge_run_join(st, &sh);
+	merge_run_free_results(st);
+	/* What was given back, alone now (no lock needed). */
+	for (i = 0; i < st->nretry && !atomic_load(&st->stop); i++) {
+		if (cancel != NULL && __atomic_load_n(cancel, __ATOMIC_RELAXED))
+			merge_run_fail(st, 499, xstrdup("merge cancelled"));
+		else
+			merge_run_one(st, &sh, st->retry[i]);
 	}
 	if (!atomic_load(&st->stop) && merge_count(sh.m) == 0) {
 		if (st->skips.damaged > 0)
@@ -382,18 +566,31 @@ merge_run(struct pool *pool, size_t n, merge_fetch_cb fetch, void *arg,
 		goto out;
 	}
 	log_debug("%s: %zu profiles, %zu helpers, %zu samples, %zu "
-	    "locations", __func__, n, nhelpers, merge_samples(sh.m),
-	    merge_locations(sh.m));
+	    "locations, %zu bytes of memory at most", __func__, n, nhelpers,
+	    merge_samples(sh.m), merge_locations(sh.m),
+	    atomic_load(&st->acct.peak));
 	if (merge_result_gzip(sh.m, out, outlen, &why) != 0) {
-		*http_code = 500;
-		xcause(cause, "%s", why);
+		if (merge_out_of_memory(sh.m)) {
+			merge_run_fail_memory(st);
+			*http_code = st->code;
+			xcause(cause, "%s", st->cause);
+		} else {
+			*http_code = 500;
+			xcause(cause, "%s", why);
+		}
 		free(why);
 		goto out;
 	}
 	*http_code = 200;
 	rc = 0;
 out:
-	merge_run_share_done(&sh, 1);
+	merge_run_share_done(&sh, 0);
+	/* What is left charged is the result, which the caller now owns. */
+	left = atomic_load(&st->acct.held);
+	if (left != (*out != NULL ? (*outlen ? *outlen : 1) : 0))
+		log_warn("%s: %zu bytes still charged after the merge",
+		    __func__, left);
+	budget_acct_done(&st->acct);
 	merge_run_unref(st);
 	return rc;
 }

@@ -21,6 +21,7 @@
 #include <libdeflate.h>
 #include <zlib.h>
 
+#include "common/budget.h"
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 #include "proto/pprof_scan.h"
@@ -56,15 +57,19 @@ pprof_is_gzip(const uint8_t *buf, size_t len)
 	return len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b;
 }
 
-/* Inflates gzip members into a buffer capped at max bytes; raw is copied. */
+/*
+ * Inflates gzip members into a buffer capped at max bytes, charged to acct
+ * (may be NULL) with its capacity in *cap; raw is copied.
+ */
 static int
-pprof_inflate_zlib(const uint8_t *in, size_t len, size_t max, uint8_t **out,
-    size_t *outlen, char **cause)
+pprof_inflate_zlib(const uint8_t *in, size_t len, size_t max,
+    struct budget_acct *acct, uint8_t **out, size_t *outlen, size_t *capp,
+    char **cause)
 {
 	z_stream	 zs;
-	uint8_t		*buf = NULL;
-	size_t		 cap, limit, produced = 0, pos = 0, chunk, room;
-	size_t		 left;
+	uint8_t		*buf = NULL, *nbuf;
+	size_t		 cap = 0, limit, produced = 0, pos = 0, chunk, room;
+	size_t		 left, ncap;
 	int		 zret, ret = PPROF_EINVAL;
 
 	*out = NULL;
@@ -78,10 +83,14 @@ pprof_inflate_zlib(const uint8_t *in, size_t len, size_t max, uint8_t **out,
 			xcause(cause, "profile exceeds %zu bytes", max);
 			return PPROF_ETOOBIG;
 		}
-		buf = xmalloc(len);
+		if ((buf = budget_alloc(acct, len)) == NULL) {
+			xcause(cause, "no memory for the profile (%zu bytes)",
+			    len);
+			return PPROF_ENOMEM;
+		}
 		memcpy(buf, in, len);
 		*out = buf;
-		*outlen = len;
+		*outlen = *capp = len;
 		return 0;
 	}
 
@@ -98,7 +107,12 @@ pprof_inflate_zlib(const uint8_t *in, size_t len, size_t max, uint8_t **out,
 		xcause(cause, "gzip: cannot initialise zlib");
 		return PPROF_EINVAL;
 	}
-	buf = xmalloc(cap);
+	if ((buf = budget_alloc(acct, cap)) == NULL) {
+		inflateEnd(&zs);
+		xcause(cause, "no memory to inflate the profile (%zu bytes)",
+		    cap);
+		return PPROF_ENOMEM;
+	}
 	for (;;) {
 		if (zs.avail_in == 0 && pos < len) {
 			chunk = len - pos > UINT_MAX ? UINT_MAX : len - pos;
@@ -113,8 +127,16 @@ pprof_inflate_zlib(const uint8_t *in, size_t len, size_t max, uint8_t **out,
 				    max);
 				goto fail;
 			}
-			cap = cap > limit / 2 ? limit : cap * 2;
-			buf = xreallocarray(buf, cap, 1);
+			ncap = cap > limit / 2 ? limit : cap * 2;
+			if ((nbuf = budget_realloc(acct, buf, cap, ncap)) ==
+			    NULL) {
+				ret = PPROF_ENOMEM;
+				xcause(cause, "no memory to inflate the profile "
+				    "(%zu bytes)", ncap);
+				goto fail;
+			}
+			buf = nbuf;
+			cap = ncap;
 		}
 		room = cap - produced > UINT_MAX ? UINT_MAX : cap - produced;
 		zs.next_out = buf + produced;
@@ -168,11 +190,12 @@ done:
 	inflateEnd(&zs);
 	*out = buf;
 	*outlen = produced;
+	*capp = cap;
 	return 0;
 
 fail:
 	inflateEnd(&zs);
-	free(buf);
+	budget_dealloc(acct, buf, cap);
 	return ret;
 }
 
@@ -184,14 +207,15 @@ fail:
  * give its exact reason.
  */
 static int
-pprof_inflate_fast(const uint8_t *in, size_t len, size_t max, uint8_t **out,
-    size_t *outlen, char **cause)
+pprof_inflate_fast(const uint8_t *in, size_t len, size_t max,
+    struct budget_acct *acct, uint8_t **out, size_t *outlen, size_t *capp,
+    char **cause)
 {
 	struct libdeflate_decompressor *d;
 	enum libdeflate_result r;
-	uint8_t *buf;
+	uint8_t *buf, *nbuf;
 	size_t limit = max < SIZE_MAX ? max + 1 : max, cap, pos = 0;
-	size_t produced = 0, used, made;
+	size_t produced = 0, used, made, ncap;
 	uint32_t isize;
 
 	if (len < 18)
@@ -199,11 +223,19 @@ pprof_inflate_fast(const uint8_t *in, size_t len, size_t max, uint8_t **out,
 	isize = (uint32_t)in[len - 4] | (uint32_t)in[len - 3] << 8 |
 	    (uint32_t)in[len - 2] << 16 | (uint32_t)in[len - 1] << 24;
 	cap = isize < limit ? isize : limit;
+	/* Deflate cannot pass 1032:1; a larger claim is a lie. */
+	if (len < SIZE_MAX / 1032 && cap > len * 1032)
+		cap = len * 1032;
 	if (cap < PPROF_INFLATE_MIN)
 		cap = PPROF_INFLATE_MIN < limit ? PPROF_INFLATE_MIN : limit;
 	if ((d = libdeflate_alloc_decompressor()) == NULL)
 		return 1;
-	buf = xmalloc(cap);
+	if ((buf = budget_alloc(acct, cap)) == NULL) {
+		libdeflate_free_decompressor(d);
+		xcause(cause, "no memory to inflate the profile (%zu bytes)",
+		    cap);
+		return PPROF_ENOMEM;
+	}
 	while (pos < len) {
 		if (!pprof_is_gzip(in + pos, len - pos))
 			goto fallback;	/* trailing data: zlib says how much */
@@ -212,13 +244,22 @@ pprof_inflate_fast(const uint8_t *in, size_t len, size_t max, uint8_t **out,
 		if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
 			if (cap >= limit) {
 				libdeflate_free_decompressor(d);
-				free(buf);
+				budget_dealloc(acct, buf, cap);
 				xcause(cause, "inflated profile exceeds %zu bytes",
 				    max);
 				return PPROF_ETOOBIG;
 			}
-			cap = cap > limit / 2 ? limit : cap * 2;
-			buf = xreallocarray(buf, cap, 1);
+			ncap = cap > limit / 2 ? limit : cap * 2;
+			if ((nbuf = budget_realloc(acct, buf, cap, ncap)) ==
+			    NULL) {
+				libdeflate_free_decompressor(d);
+				budget_dealloc(acct, buf, cap);
+				xcause(cause, "no memory to inflate the "
+				    "profile (%zu bytes)", ncap);
+				return PPROF_ENOMEM;
+			}
+			buf = nbuf;
+			cap = ncap;
 			continue;	/* the same member again */
 		}
 		if (r != LIBDEFLATE_SUCCESS)
@@ -227,7 +268,7 @@ pprof_inflate_fast(const uint8_t *in, size_t len, size_t max, uint8_t **out,
 		pos += used;
 		if (produced > max) {
 			libdeflate_free_decompressor(d);
-			free(buf);
+			budget_dealloc(acct, buf, cap);
 			xcause(cause, "inflated profile exceeds %zu bytes", max);
 			return PPROF_ETOOBIG;
 		}
@@ -235,10 +276,11 @@ pprof_inflate_fast(const uint8_t *in, size_t len, size_t max, uint8_t **out,
 	libdeflate_free_decompressor(d);
 	*out = buf;
 	*outlen = produced;
+	*capp = cap;
 	return 0;
 fallback:
 	libdeflate_free_decompressor(d);
-	free(buf);
+	budget_dealloc(acct, buf, cap);
 	return 1;
 }
 
@@ -247,14 +289,38 @@ int
 pprof_inflate(const uint8_t *in, size_t len, size_t max, uint8_t **out,
     size_t *outlen, char **cause)
 {
+	size_t cap;
 	int rc;
 
 	*out = NULL;
 	*outlen = 0;
-	if (len > 0 && pprof_is_gzip(in, len) &&
-	    (rc = pprof_inflate_fast(in, len, max, out, outlen, cause)) != 1)
+	if (len > 0 && pprof_is_gzip(in, len) && (rc = pprof_inflate_fast(in,
+	    len, max, NULL, out, outlen, &cap, cause)) != 1)
 		return rc;
-	return pprof_inflate_zlib(in, len, max, out, outlen, cause);
+	return pprof_inflate_zlib(in, len, max, NULL, out, outlen, &cap,
+	    cause);
+}
+
+/* pprof_inflate charged to acct; the buffer is trimmed to its length. */
+int
+pprof_inflate_acct(const uint8_t *in, size_t len, size_t max,
+    struct budget_acct *acct, uint8_t **out, size_t *outlen, char **cause)
+{
+	size_t cap = 0;
+	int rc;
+
+	*out = NULL;
+	*outlen = 0;
+	if (len == 0 || !pprof_is_gzip(in, len) || (rc = pprof_inflate_fast(in,
+	    len, max, acct, out, outlen, &cap, cause)) == 1)
+		rc = pprof_inflate_zlib(in, len, max, acct, out, outlen, &cap,
+		    cause);
+	if (rc != 0)
+		return rc;
+	/* Give back the room the guess left (a shrink never fails). */
+	if (cap > *outlen)
+		*out = budget_realloc(acct, *out, cap, *outlen);
+	return 0;
 }
 
 /* Reads word i of a legacy header with the given size and byte order. */
@@ -752,6 +818,20 @@ pprof_check(const uint8_t *body, size_t len, size_t max_inflated,
 		code = pprof_scan(raw, rawlen, sum, cause);
 	free(raw);
 	return code;
+}
+
+/* The upload check of raw bytes: the legacy format, then pprof_scan. */
+int
+pprof_check_raw(const uint8_t *raw, size_t len, struct budget_acct *acct,
+    const volatile int *cancel, char **cause)
+{
+	if (pprof_is_legacy_cpu(raw, len)) {
+		/* Same words as pprof_decode(). */
+		xcause(cause, "legacy gperftools CPU profile format is not "
+		    "supported; convert it with go tool pprof -proto");
+		return PPROF_EINVAL;
+	}
+	return pprof_scan_acct(raw, len, acct, cancel, cause);
 }
 
 /* Reads a stored blob into a decoded, validated profile. */

@@ -14,9 +14,15 @@
 typedef Perftools__Profiles__Profile pprof_profile_t;
 
 /* Return codes: 0 ok; PPROF_EINVAL bad input (HTTP 400); PPROF_ETOOBIG over
- * a size limit (HTTP 413). */
+ * a size limit (HTTP 413); PPROF_ENOMEM a memory budget or malloc refused
+ * (the budget_acct says which); PPROF_ECANCELED the caller's cancel flag
+ * was set. */
 #define PPROF_EINVAL	(-1)
 #define PPROF_ETOOBIG	(-2)
+#define PPROF_ENOMEM	(-3)
+#define PPROF_ECANCELED	(-4)
+
+struct budget_acct;
 
 /* True if buf starts with the gzip magic bytes. */
 int	pprof_is_gzip(const uint8_t *buf, size_t len);
@@ -29,6 +35,14 @@ int	pprof_is_gzip(const uint8_t *buf, size_t len);
  */
 int	pprof_inflate(const uint8_t *in, size_t len, size_t max, uint8_t **out,
 	    size_t *outlen, char **cause);
+/*
+ * pprof_inflate with every byte of the buffer charged to acct, which may
+ * refuse (PPROF_ENOMEM). *out holds exactly *outlen bytes (one if 0):
+ * free it with budget_dealloc(acct, *out, *outlen).
+ */
+int	pprof_inflate_acct(const uint8_t *in, size_t len, size_t max,
+	    struct budget_acct *acct, uint8_t **out, size_t *outlen,
+	    char **cause);
 
 /*
  * Decodes a raw (inflated) protobuf. alloc may be NULL (malloc), or a
@@ -65,6 +79,15 @@ void	pprof_summary_free(struct pprof_summary *);
  */
 int	pprof_check(const uint8_t *body, size_t len, size_t max_inflated,
 	    struct pprof_summary *sum, char **cause);
+
+/*
+ * pprof_check's checks of raw (inflated) bytes, without the summary; the
+ * scanner's scratch is charged to acct (may be NULL) and *cancel (may be
+ * NULL) read every few thousand fields. Returns 0, PPROF_EINVAL,
+ * PPROF_ENOMEM or PPROF_ECANCELED with *cause set.
+ */
+int	pprof_check_raw(const uint8_t *raw, size_t len, struct budget_acct *acct,
+	    const volatile int *cancel, char **cause);
 
 /*
  * Reads a stored blob (gzipped or raw) into a decoded, validated profile.

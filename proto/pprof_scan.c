@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/budget.h"
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 #include "proto/pprof_scan.h"
@@ -109,7 +110,19 @@ struct scan {
 	int64_t		 *st;		/* sample type i: type, unit */
 	struct scan_ids	  mappings, functions, locations;
 	struct scan_err	  err;
+	const volatile int *cancel;	/* the caller's flag, or NULL */
+	size_t		  polls;
+	int		  cancelled;
 };
+
+/* True (and remembered) once the caller's cancel flag is set. */
+static inline int
+pprof_scan_cancelled(struct scan *s)
+{
+	if (!s->cancelled && pprof_scan_wire_cancelled(s->cancel, &s->polls))
+		s->cancelled = 1;
+	return s->cancelled;
+}
 /* True if rank (a, b, c) is below the problem recorded so far. */
 static inline int
 pprof_scan_err_wins(const struct scan_err *e, uint64_t a, uint64_t b,
@@ -181,6 +194,8 @@ pprof_scan_count(struct scan *s, struct scan_ids *m, struct scan_ids *fn,
 	int			 r;
 
 	while ((r = pprof_scan_wire_next(&p, s->end, &f)) > 0) {
+		if (pprof_scan_cancelled(s))
+			return -1;
 		switch (f.num) {
 		case SCAN_P_SAMPLE_TYPE:
 		case SCAN_P_SAMPLE:
@@ -481,6 +496,8 @@ pprof_scan_pass1(struct scan *s)
 	int			 r;
 
 	while ((r = pprof_scan_wire_next(&p, s->end, &f)) > 0) {
+		if (pprof_scan_cancelled(s))
+			return -1;
 		switch (f.num) {
 		case SCAN_P_SAMPLE_TYPE:
 			if (pprof_scan_value_type(f.p, f.len, &s->st[2 * i_st],
@@ -753,6 +770,8 @@ pprof_scan_pass2(struct scan *s)
 	size_t			 i_s = 0, i_l = 0;
 
 	while (pprof_scan_wire_next(&p, s->end, &f) > 0) {
+		if (pprof_scan_cancelled(s))
+			return;
 		if (f.num == SCAN_P_SAMPLE)
 			pprof_scan_sample_refs(s, i_s++, f.p, f.len);
 		else if (f.num == SCAN_P_LOCATION)
@@ -798,23 +817,34 @@ pprof_scan_bits_words(size_t n)
 {
 	return (4 * n + 4) / 64 + 1;
 }
-/* Checks and summarizes raw bytes; try_fast: the fast path first. */
+/*
+ * Checks and summarizes raw bytes; try_fast: the fast path first. The
+ * exact passes' scratch is charged to acct (may be NULL).
+ */
 static int
 pprof_scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
-    char **cause, int try_fast)
+    struct budget_acct *acct, const volatile int *cancel, char **cause,
+    int try_fast)
 {
 	struct scan	 s;
 	uint64_t	*scratch = NULL, *w;
-	size_t		 words;
+	size_t		 words = 0;
 	int		 ret = PPROF_EINVAL;
 
 	if (sum != NULL)
 		memset(sum, 0, sizeof *sum);
-	if (try_fast && pprof_scan_fast_check(raw, len, sum))
-		return 0;
+	if (try_fast && (ret = pprof_scan_fast_check(raw, len, cancel,
+	    sum)) != 0) {
+		if (ret > 0)
+			return 0;
+		xcause(cause, "cancelled");
+		return PPROF_ECANCELED;
+	}
+	ret = PPROF_EINVAL;
 	memset(&s, 0, sizeof s);
 	s.raw = raw;
 	s.end = raw + len;
+	s.cancel = cancel;
 	if (pprof_scan_count(&s, &s.mappings, &s.functions, &s.locations) != 0)
 		goto decode;
 
@@ -824,7 +854,13 @@ pprof_scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
 	    pprof_scan_bits_words(s.mappings.n) +
 	    pprof_scan_bits_words(s.functions.n) +
 	    pprof_scan_bits_words(s.locations.n);
-	w = scratch = xreallocarray(NULL, words, sizeof *scratch);
+	if (words > SIZE_MAX / sizeof *scratch || (scratch = budget_alloc(acct,
+	    words * sizeof *scratch)) == NULL) {
+		xcause(cause, "no memory to check the profile (%zu bytes)",
+		    words * sizeof *scratch);
+		return PPROF_ENOMEM;
+	}
+	w = scratch;
 	s.strs = (const uint8_t **)(void *)w;
 	w += s.n_string;
 	s.st = (int64_t *)(void *)w;
@@ -854,6 +890,8 @@ pprof_scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
 	    SCAN_C_IDS_LOCATION) != 0)
 		goto fail;
 	pprof_scan_pass2(&s);
+	if (s.cancelled)
+		goto decode;
 	if (s.err.set)
 		goto fail;
 	if (sum != NULL)
@@ -862,9 +900,14 @@ pprof_scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
 	goto out;
 
 decode:
-	/* Same words as pprof_decode() when protobuf-c refuses the bytes. */
 	free(s.err.cause);
 	s.err.cause = NULL;
+	if (s.cancelled) {
+		ret = PPROF_ECANCELED;
+		xcause(cause, "cancelled");
+		goto out;
+	}
+	/* Same words as pprof_decode() when protobuf-c refuses the bytes. */
 	xcause(cause, "not a pprof profile: protobuf decode failed");
 	goto out;
 fail:
@@ -874,7 +917,7 @@ fail:
 	}
 out:
 	free(s.err.cause);
-	free(scratch);
+	budget_dealloc(acct, scratch, words * sizeof *scratch);
 	return ret;
 }
 
@@ -883,7 +926,15 @@ int
 pprof_scan(const uint8_t *raw, size_t len, struct pprof_summary *sum,
     char **cause)
 {
-	return pprof_scan_run(raw, len, sum, cause, 1);
+	return pprof_scan_run(raw, len, sum, NULL, NULL, cause, 1);
+}
+
+/* The same, the scratch charged to acct, stopping at *cancel. */
+int
+pprof_scan_acct(const uint8_t *raw, size_t len, struct budget_acct *acct,
+    const volatile int *cancel, char **cause)
+{
+	return pprof_scan_run(raw, len, NULL, acct, cancel, cause, 1);
 }
 
 /* The same with the exact passes only (tests compare the two). */
@@ -891,5 +942,5 @@ int
 pprof_scan_exact(const uint8_t *raw, size_t len, struct pprof_summary *sum,
     char **cause)
 {
-	return pprof_scan_run(raw, len, sum, cause, 0);
+	return pprof_scan_run(raw, len, sum, NULL, NULL, cause, 0);
 }

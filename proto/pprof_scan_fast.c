@@ -40,6 +40,9 @@ struct scan_fast {
 	uint64_t	 st[2 * SCAN_FAST_TYPES];
 	const uint8_t	*str_p[SCAN_FAST_STRS];
 	size_t		 str_len[SCAN_FAST_STRS];
+	const volatile int *cancel;	/* the caller's flag, or NULL */
+	size_t		 polls;
+	int		 cancelled;
 };
 
 /* Folds v into the maximum *m. */
@@ -502,6 +505,10 @@ pprof_scan_fast_pass(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 	size_t		 i;
 
 	while (q < end) {
+		if (pprof_scan_wire_cancelled(x->cancel, &x->polls)) {
+			x->cancelled = 1;
+			return 0;
+		}
 		switch (*q++) {
 		case 0x0a:	/* sample_type */
 			SCAN_FAST_LEN(q, end, r, rend);
@@ -641,16 +648,20 @@ pprof_scan_fast_summarize(const struct scan_fast *x, struct pprof_summary *sum)
 	    (int64_t)x->time_nanos, (int64_t)x->duration_nanos);
 }
 
-/* The fast path of pprof_scan(): 1 valid, *sum filled; 0 to give up. */
+/*
+ * The fast path of pprof_scan(): 1 valid, *sum filled; 0 to give up; -1
+ * cancelled.
+ */
 int
 pprof_scan_fast_check(const uint8_t *raw, size_t len,
-    struct pprof_summary *sum)
+    const volatile int *cancel, struct pprof_summary *sum)
 {
 	struct scan_fast	fast;
 
 	memset(&fast, 0, sizeof fast);
+	fast.cancel = cancel;
 	if (!pprof_scan_fast_pass(&fast, raw, raw + len))
-		return 0;
+		return fast.cancelled ? -1 : 0;
 	if (sum != NULL)
 		pprof_scan_fast_summarize(&fast, sum);
 	return 1;

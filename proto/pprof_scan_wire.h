@@ -38,6 +38,7 @@ struct scan_field {
 	uint32_t	 num;
 	unsigned	 wt;
 	uint64_t	 v;	/* SCAN_VARINT: the value */
+	const uint8_t	*val;	/* the value's bytes, after the key */
 	const uint8_t	*hdr;	/* SCAN_LEN: the length prefix */
 	const uint8_t	*p;	/* SCAN_LEN: the payload */
 	size_t		 len;
@@ -107,6 +108,7 @@ pprof_scan_wire_next(const uint8_t **pp, const uint8_t *end,
 		return -1;
 	f->num = (uint32_t)(v >> 3);
 	f->wt = (unsigned)(v & 7);
+	f->val = p;
 	switch (f->wt) {
 	case SCAN_VARINT:
 		if (p < end && *p < 0x80)
@@ -207,6 +209,21 @@ pprof_scan_wire_packed_next(const uint8_t **pp)
 	return v;
 }
 
+/* The passes look at the caller's cancel flag every this many fields. */
+#define SCAN_CANCEL_EVERY	4096
+
+/*
+ * Counts one top-level field in *polls and, at the first and then every
+ * SCAN_CANCEL_EVERY, reads *cancel (may be NULL): 1 once it is set.
+ */
+static inline int
+pprof_scan_wire_cancelled(const volatile int *cancel, size_t *polls)
+{
+	if (cancel == NULL || (*polls)++ % SCAN_CANCEL_EVERY != 0)
+		return 0;
+	return __atomic_load_n(cancel, __ATOMIC_RELAXED) != 0;
+}
+
 /*
  * Fills *sum like pprof_summarize(), for either path: str(ctx, j) gives
  * the type (j = 2i) and unit (j = 2i + 1) strings of sample type i.
@@ -218,9 +235,10 @@ void	pprof_scan_summary_fill(struct pprof_summary *sum, size_t n_types,
 
 /*
  * The fast path: 1 if it proves raw valid, with *sum filled (sum may be
- * NULL); 0 to leave the bytes to the exact passes, sum untouched.
+ * NULL); 0 to leave the bytes to the exact passes, sum untouched; -1 when
+ * *cancel (may be NULL) was set.
  */
 int	pprof_scan_fast_check(const uint8_t *raw, size_t len,
-	    struct pprof_summary *sum);
+	    const volatile int *cancel, struct pprof_summary *sum);
 
 #endif

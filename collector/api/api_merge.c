@@ -130,6 +130,33 @@ api_merge_report_skips(struct httpjob *job, struct merge_run_skips *sk)
 	sk->first = NULL;
 }
 
+/*
+ * Answers a merge stopped by --merge-memory: 413 when it alone needs more,
+ * 503 (with Retry-After) when other merges hold the memory or malloc
+ * failed.
+ */
+static void
+api_merge_memory_error(struct httpjob *job, int code, const char *cause)
+{
+	uint64_t v = job->env->cfg->merge_memory;
+	const char *unit = "bytes";
+
+	if (v % (1024 * 1024 * 1024) == 0)
+		v /= 1024 * 1024 * 1024, unit = "GiB";
+	else if (v % (1024 * 1024) == 0)
+		v /= 1024 * 1024, unit = "MiB";
+	else if (v % 1024 == 0)
+		v /= 1024, unit = "KiB";
+	if (code == 413)
+		httpjob_error(job, 413, "merge needs more memory than "
+		    "--merge-memory (%llu %s) allows; merge fewer or smaller "
+		    "profiles", (unsigned long long)v, unit);
+	else
+		httpjob_error(job, 503, "merge failed: %s (--merge-memory "
+		    "%llu %s); retry later", cause != NULL ? cause :
+		    "out of memory", (unsigned long long)v, unit);
+}
+
 /* Worker: merges ma->ids into the job's result. */
 static void
 api_merge_ids_run(struct httpjob *job, struct api_merge_args *ma)
@@ -142,15 +169,18 @@ api_merge_ids_run(struct httpjob *job, struct api_merge_args *ma)
 	int code = 500, rc;
 
 	rc = merge_run(job->env->merge_pool != NULL ? job->env->merge_pool :
-	    job->env->pool, ma->nids, api_merge_fetch_blob, &mf,
-	    job->env->cfg->max_inflated, &job->cancelled, &out, &outlen,
-	    &skips, &code, &cause);
+	    job->env->pool, job->env->merge_budget, ma->nids,
+	    api_merge_fetch_blob, &mf, job->env->cfg->max_inflated,
+	    &job->cancelled, &out, &outlen, &skips, &code, &cause);
 	api_merge_report_skips(job, &skips);
 	if (rc != 0 || code != 200) {
 		if (code == 200 || code == 0)
 			code = 500;
-		httpjob_error(job, code, "merge failed: %s",
-		    cause != NULL ? cause : "unknown error");
+		if (code == 413 || code == 503)
+			api_merge_memory_error(job, code, cause);
+		else
+			httpjob_error(job, code, "merge failed: %s",
+			    cause != NULL ? cause : "unknown error");
 		free(cause);
 		free(out);
 		return;

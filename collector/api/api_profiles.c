@@ -115,10 +115,23 @@ api_profiles_upload_work(struct httpjob *job)
 	if (strcmp(m->type, "trace") != 0) {
 		rc = pprof_check(data, len, job->env->cfg->max_inflated, &sum,
 		    &cause);
+		if (rc == PPROF_ENOMEM) {
+			httpjob_error(job, 503, "cannot check the profile: %s",
+			    cause);
+			free(cause);
+			return;
+		}
 		if (rc != 0) {
 			httpjob_error(job, rc == PPROF_ETOOBIG ? 413 : 400,
 			    "invalid profile: %s", cause);
 			free(cause);
+			return;
+		}
+		if (sum.samples > job->env->cfg->max_samples) {
+			httpjob_error(job, 413, "profile has %lld samples, more "
+			    "than --max-samples (%lld)", (long long)sum.samples,
+			    (long long)job->env->cfg->max_samples);
+			pprof_summary_free(&sum);
 			return;
 		}
 	}

@@ -6,7 +6,9 @@
  * one merge, and A and B into merges of their own joined by merge_combine
  * (the parallel path). Properties: a validated profile is refused only for
  * a sample type mismatch; every merged result is itself a valid profile;
- * both paths keep the same number of samples.
+ * both paths keep the same number of samples; the result's bytes written
+ * straight from the merge (merge_result_raw) are exactly what protobuf-c
+ * packs from merge_result's Profile.
  */
 #include <string.h>
 
@@ -38,6 +40,24 @@ fuzz_merge_add(struct merge *m, const pprof_profile_t *p)
 	return -1;
 }
 
+/* merge_result_raw must write what protobuf-c packs from merge_result. */
+static void
+fuzz_merge_raw(struct merge *m)
+{
+	const pprof_profile_t	*p = merge_result(m);
+	uint8_t			*raw, *packed;
+	size_t			 len, plen;
+
+	FUZZ_ASSERT(p != NULL);
+	FUZZ_ASSERT(merge_result_raw(m, &raw, &len, NULL) == 0);
+	plen = perftools__profiles__profile__get_packed_size(p);
+	packed = xmalloc(plen);
+	perftools__profiles__profile__pack(p, packed);
+	FUZZ_ASSERT(plen == len && memcmp(raw, packed, len) == 0);
+	free(packed);
+	free(raw);
+}
+
 /* Serializes m's result and checks it decodes; returns its sample count. */
 static size_t
 fuzz_merge_result(struct merge *m)
@@ -47,6 +67,8 @@ fuzz_merge_result(struct merge *m)
 	uint8_t			*gz;
 	size_t			 len, n;
 	char			*cause = NULL;
+
+	fuzz_merge_raw(m);
 
 	FUZZ_ASSERT(merge_result_gzip(m, &gz, &len, &cause) == 0);
 	p = pprof_load(gz, len, SIZE_MAX / 2, arena_allocator(arena), &cause);
@@ -98,7 +120,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 
 	/* One merge fed both inputs, as a single-worker merge does. */
-	seq = merge_new();
+	seq = merge_new(NULL);
 	for (i = 0; i < 2; i++)
 		if (p[i] != NULL && fuzz_merge_add(seq, p[i]) != 0)
 			ok_seq = 0;
@@ -107,7 +129,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* A merge per input joined by merge_combine, as parallel shares are. */
 	for (i = 0; i < 2; i++) {
-		one[i] = merge_new();
+		one[i] = merge_new(NULL);
 		if (p[i] != NULL && fuzz_merge_add(one[i], p[i]) != 0)
 			FUZZ_ASSERT(!"a lone input never mismatches");
 	}

@@ -6,7 +6,10 @@
  * verdict raw and gzipped; an error always has a reason; an accepted profile
  * re-encodes (pprof_encode_gzip) into one that is accepted again with the
  * same summary; the scanner with its fast path and without it (exact
- * passes only) give the same verdict, cause and summary.
+ * passes only) give the same verdict, cause and summary; the stream
+ * reader the merge uses (proto/pprof_stream.c) accepts and refuses what
+ * protobuf-c and pprof_validate do, with the same causes, and reads every
+ * value protobuf-c decodes (test/lib/stream_testlib.h).
  */
 #include <string.h>
 
@@ -16,6 +19,7 @@
 #include "proto/pprof.h"
 #include "proto/pprof_scan.h"
 #include "test/fuzz/fuzz.h"
+#include "test/lib/stream_testlib.h"
 
 /* Inflated size cap: small, so gzip bombs are cut short quickly. */
 #define FUZZ_PPROF_MAX	(4 * 1024 * 1024)
@@ -115,6 +119,19 @@ fuzz_pprof_fast_vs_exact(const uint8_t *data, size_t size)
 	free(cb);
 }
 
+/* The stream reader must read raw bytes exactly as protobuf-c decodes them. */
+static void
+fuzz_pprof_stream(const uint8_t *data, size_t size)
+{
+	char	*d;
+	int	 accepted;
+
+	if ((d = stream_diff(data, size, &accepted)) != NULL) {
+		fprintf(stderr, "stream reader: %s\n", d);
+		FUZZ_ASSERT(!"the stream reader reads what protobuf-c decodes");
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -124,6 +141,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int			 rc_raw, rc_gz;
 
 	fuzz_pprof_fast_vs_exact(data, size);
+	fuzz_pprof_stream(data, size);
 	rc_raw = fuzz_pprof_check(data, size, &sum_raw);
 	if (rc_raw == 0)
 		fuzz_pprof_roundtrip(data, size, &sum_raw);

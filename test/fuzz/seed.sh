@@ -3,9 +3,11 @@
 # one fuzz target. Every target gets its regression inputs
 # (FUZZDIR/regress/TARGET); pprof gets the shared corpus's bad/ inputs and a
 # few small Go and Node profiles, inflated (so mutations reach the decoder)
-# and as uploaded; merge gets pairs of those profiles in its input format
-# (4-byte little-endian length of A, A, B) and FUZZDIR/seeds/merge; query
-# and config get FUZZDIR/seeds/TARGET. Existing files in OUTDIR (a grown corpus) stay.
+# and as uploaded; merge and merge_mem get pairs of those profiles in their
+# input format (4-byte little-endian length of A, A, B), FUZZDIR/seeds/TARGET
+# (small bombs) and fresh bombs from the generators (gen_sample_bomb.py,
+# gen_label_bomb.py) when python3 is there; query and config get
+# FUZZDIR/seeds/TARGET. Existing files in OUTDIR (a grown corpus) stay.
 set -eu
 target=$1 out=$2 fuzzdir=$3 corpus=$4
 mkdir -p "$out"
@@ -43,9 +45,15 @@ pprof)
 		cp "$f" "$out/gz_$(echo "${f#$corpus/}" | tr / _)"
 	done
 	;;
-merge)
-	# hand-made inputs, e.g. the label-sort bomb (gen_label_bomb.py)
-	cp "$fuzzdir/seeds/merge"/* "$out"/ 2>/dev/null || true
+merge|merge_mem)
+	# hand-made inputs: the label-sort and tiny-sample bombs, small
+	cp "$fuzzdir/seeds/$target"/* "$out"/ 2>/dev/null || true
+	if command -v python3 >/dev/null; then
+		python3 "$fuzzdir/gen_sample_bomb.py" --fuzz 5000000 \
+		    > "$out/gen_sample_bomb_5m"
+		python3 "$fuzzdir/gen_label_bomb.py" 20000 \
+		    > "$out/gen_label_bomb_20k"
+	fi
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	for f in $(small); do

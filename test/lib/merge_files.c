@@ -3,12 +3,16 @@
  * for the end-to-end comparison with `go tool pprof -proto` and for the
  * merge benchmark.
  *
- *   merge_files [-j WORKERS] [-v] OUT FILE...
+ *   merge_files [-j WORKERS] [-m BYTES] [-v] OUT FILE...
  *   merge_files -R START,STEP,COUNT OUTDIR FILE...
  *
  * -j runs the merge with a worker pool of that many threads (default: no
- * pool, one thread). -v prints what the result holds to stderr:
- * "profiles=N samples=S locations=L functions=F mappings=M bytes=B".
+ * pool, one thread). -m draws the merge's memory from a budget of BYTES
+ * (K/M/G suffixes; default: a budget without limit, which only counts); a
+ * merge it stops exits 3 after printing "merge_files: CODE CAUSE". -v
+ * prints what the result holds to stderr: "profiles=N samples=S
+ * locations=L functions=F mappings=M bytes=B budget_peak=P" (P: the most
+ * bytes the budget counted at once).
  * -R writes COUNT copies of the FILEs (cycling) as OUTDIR/NNNNN.pb.gz, copy
  * k with time_nanos START + k * STEP and nothing else changed (for the
  * benchmark, which needs distinct timestamps).
@@ -23,6 +27,8 @@
 #include <event2/thread.h>
 
 #include "merge/merge_run.h"
+#include "common/budget.h"
+#include "common/parse.h"
 #include "common/pool.h"
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
@@ -96,6 +102,8 @@ main(int argc, char **argv)
 {
 	const char *retime = NULL;
 	struct event_base *base = NULL;
+	struct budget *budget;
+	uint64_t limit = 0;
 	struct pool *pool = NULL;
 	struct merge_run_skips skips;
 	uint8_t *out = NULL;
@@ -104,8 +112,14 @@ main(int argc, char **argv)
 	int c, workers = 0, verbose = 0, code = 0, rc;
 	FILE *f;
 
-	while ((c = getopt(argc, argv, "j:R:v")) != -1) {
+	while ((c = getopt(argc, argv, "j:m:R:v")) != -1) {
 		switch (c) {
+		case 'm':
+			if (parse_size(optarg, &limit, &cause) != 0) {
+				fprintf(stderr, "merge_files: -m: %s\n", cause);
+				return 2;
+			}
+			break;
 		case 'R':
 			retime = optarg;
 			break;
@@ -134,8 +148,9 @@ main(int argc, char **argv)
 		base = event_base_new();
 		pool = pool_new(base, workers, 1024);
 	}
-	rc = merge_run(pool, (size_t)argc - 1, merge_files_fetch, argv + 1, 0,
-	    NULL, &out, &outlen, &skips, &code, &cause);
+	budget = budget_new((size_t)limit);
+	rc = merge_run(pool, budget, (size_t)argc - 1, merge_files_fetch,
+	    argv + 1, 0, NULL, &out, &outlen, &skips, &code, &cause);
 	pool_free(pool);
 	if (base != NULL)
 		event_base_free(base);
@@ -151,7 +166,8 @@ main(int argc, char **argv)
 	if (rc != 0) {
 		fprintf(stderr, "merge_files: %d %s\n", code, cause);
 		free(cause);
-		return 1;
+		budget_free(budget);
+		return code == 413 || code == 503 ? 3 : 1;
 	}
 	if ((f = fopen(argv[0], "wb")) == NULL ||
 	    fwrite(out, 1, outlen, f) != outlen || fclose(f) != 0) {
@@ -167,15 +183,17 @@ main(int argc, char **argv)
 			return 1;
 		}
 		fprintf(stderr, "profiles=%d samples=%zu locations=%zu "
-		    "functions=%zu mappings=%zu bytes=%zu\n", argc - 1,
-		    p->n_sample, p->n_location, p->n_function, p->n_mapping,
-		    outlen);
+		    "functions=%zu mappings=%zu bytes=%zu budget_peak=%zu\n",
+		    argc - 1, p->n_sample, p->n_location, p->n_function,
+		    p->n_mapping, outlen, budget_peak(budget));
 		perftools__profiles__profile__free_unpacked(p, NULL);
 	}
 	free(out);
+	budget_free(budget);
 	return 0;
 usage:
-	fprintf(stderr, "usage: merge_files [-j workers] [-v] OUT FILE...\n"
+	fprintf(stderr, "usage: merge_files [-j workers] [-m bytes] [-v] OUT "
+	    "FILE...\n"
 	    "       merge_files -R start,step,count OUTDIR FILE...\n");
 	return 2;
 }

@@ -21,7 +21,7 @@ static const char *corpus;
 static struct merge *
 merge_these(Perftools__Profiles__Profile **ps, size_t n, char **cause)
 {
-	struct merge *m = merge_new();
+	struct merge *m = merge_new(NULL);
 	size_t i;
 
 	for (i = 0; i < n; i++) {
@@ -33,6 +33,37 @@ merge_these(Perftools__Profiles__Profile **ps, size_t n, char **cause)
 	return m;
 }
 
+/* Results checked by raw_check, and how many differed. */
+static size_t raw_checked, raw_differed;
+
+/*
+ * merge_result_raw must write exactly what protobuf-c packs from
+ * merge_result's Profile: counted for the test at the end of main.
+ */
+static void
+raw_check(struct merge *m)
+{
+	const Perftools__Profiles__Profile *p = merge_result(m);
+	uint8_t *raw = NULL, *packed;
+	size_t len = 0, plen;
+
+	raw_checked++;
+	if (p == NULL || merge_result_raw(m, &raw, &len, NULL) != 0) {
+		raw_differed++;
+		return;
+	}
+	plen = perftools__profiles__profile__get_packed_size(p);
+	packed = xmalloc(plen);
+	perftools__profiles__profile__pack(p, packed);
+	if (plen != len || memcmp(packed, raw, len) != 0) {
+		printf("# merge_result_raw: %zu bytes, protobuf-c packs %zu\n",
+		    len, plen);
+		raw_differed++;
+	}
+	free(packed);
+	free(raw);
+}
+
 /* The canonical text of m's result after a gzip round trip. */
 static char *
 result_canon(struct merge *m, int aggregate, Perftools__Profiles__Profile **out)
@@ -42,6 +73,7 @@ result_canon(struct merge *m, int aggregate, Perftools__Profiles__Profile **out)
 	char *cause = NULL, *c;
 	Perftools__Profiles__Profile *p;
 
+	raw_check(m);
 	if (merge_result_gzip(m, &gz, &len, &cause) != 0) {
 		printf("# gzip: %s\n", cause);
 		free(cause);
@@ -252,24 +284,34 @@ test_zero_samples(void)
 }
 
 /*
- * A profile with no sample types (valid pprof: nothing to add up) merges
- * without undefined behaviour (memset of a NULL table of 0 bytes, found
- * by the UBSan build) and gives a profile with no samples.
+ * A profile with no sample types (valid pprof when it has no samples:
+ * nothing to add up) merges without undefined behaviour (memset of a NULL
+ * table of 0 bytes, found by the UBSan build) and gives a profile with no
+ * samples. With samples but no types it is refused, as an upload is.
  */
 static void
 test_no_sample_types(void)
 {
-	struct tb *a = tb_new(""), *b = tb_new("");
+	struct tb *a = tb_new(""), *b = tb_new(""), *c = tb_new("");
 	Perftools__Profiles__Profile *ps[] = { &a->p, &b->p }, *r;
 	uint64_t mp = tb_map(a, 0x400000, 0x500000, 0, "/app/bin");
 	uint64_t fm = tb_func(a, "main", "main.c");
 	uint64_t lm = tb_loc(a, mp, 0x400010, 1, fm, 10, 0, 0);
-	uint64_t s1[] = { lm, 0 };
+	uint64_t none[] = { 0 };
 	struct merge *m;
 	char *cause = NULL;
 
-	tb_sample(a, s1, NULL, NULL);
-	tb_sample(a, s1, NULL, "k=v");
+	(void)lm;
+	tb_sample(c, none, NULL, NULL);
+	m = merge_new(NULL);
+	ok(merge_add(m, &c->p, &cause) != 0 && cause != NULL &&
+	    strstr(cause, "1 samples but no sample types") != NULL,
+	    "no sample types: samples without types are refused (%s)",
+	    cause != NULL ? cause : "accepted");
+	merge_free(m);
+	free(cause);
+	cause = NULL;
+	tb_free(c);
 	m = merge_these(ps, 2, &cause);
 	ok(m != NULL, "no sample types: two such profiles merge (%s)",
 	    cause != NULL ? cause : "ok");
@@ -292,7 +334,7 @@ test_mismatch_and_align(void)
 	struct tb *h = tb_new("alloc_objects/count,alloc_space/bytes");
 	struct tb *r2 = tb_new("cpu/nanoseconds,samples/count");
 	struct tb *u = tb_new("samples/count,cpu/microseconds");
-	struct merge *m = merge_new();
+	struct merge *m = merge_new(NULL);
 	char *cause = NULL, *got;
 	uint64_t f, l, s[2];
 	int64_t v[] = { 700, 7 };
@@ -362,8 +404,17 @@ test_header(void)
 	c->p.duration_nanos = 3;
 	c->p.period = 40;
 	c->p.default_sample_type = tb_str(c, "samples");
+	c->p.comment = xcalloc(2, sizeof *c->p.comment);
+	c->p.comment[0] = tb_str(c, "a comment");
+	c->p.comment[1] = tb_str(c, "another");
+	c->p.n_comment = 2;
+	c->p.doc_url = tb_str(c, "https://example.com/doc");
+	c->p.drop_frames = tb_str(c, "runtime\\..*");
 	m = merge_these(ps, 3, NULL);
+	raw_check(m);
 	r = merge_result(m);
+	ok(r->n_comment == 2 && strcmp(r->string_table[r->comment[1]],
+	    "another") == 0, "header: comments kept in order");
 	ok(r->time_nanos == 2000, "header: earliest nonzero time_nanos (%lld)",
 	    (long long)r->time_nanos);
 	ok(r->duration_nanos == 123, "header: durations summed (%lld)",
@@ -378,6 +429,9 @@ test_header(void)
 	    "header: first nonempty default_sample_type");
 	ok(strcmp(r->string_table[0], "") == 0, "header: string 0 is \"\"");
 	merge_free(m);
+	free(c->p.comment);
+	c->p.comment = NULL;
+	c->p.n_comment = 0;
 	tb_free(a);
 	tb_free(b);
 	tb_free(c);
@@ -388,7 +442,7 @@ test_bad_refs(void)
 {
 	struct tb *a = cpu_profile(0x400000, 1, NULL);
 	struct tb *b = cpu_profile(0x400000, 1, NULL);
-	struct merge *m = merge_new();
+	struct merge *m = merge_new(NULL);
 	char *cause = NULL;
 
 	int rc;
@@ -397,7 +451,7 @@ test_bad_refs(void)
 	b->sample_locs[0][1] = 42;
 	rc = merge_add(m, &b->p, &cause);
 	ok(rc == -1 && !merge_mismatch(m) && cause != NULL &&
-	    strstr(cause, "unknown location 42") != NULL,
+	    strstr(cause, "location id 42 not found") != NULL,
 	    "bad input: unknown location refused (%s)", cause ? cause : "");
 	free(cause);
 	cause = NULL;
@@ -495,7 +549,7 @@ test_corpus(void)
 	free(want);
 	{
 		/* The aggregate of all inputs equals the result's. */
-		struct merge *empty = merge_new();
+		struct merge *empty = merge_new(NULL);
 
 		ok(merge_combine(empty, m, NULL) == 0 &&
 		    merge_count(empty) == N, "combine into an empty merge");
@@ -651,7 +705,7 @@ static void
 test_label_bomb(size_t nsamples, size_t nlabels)
 {
 	struct bomb *bm = bomb_new(nsamples, nlabels);
-	struct merge *m = merge_new();
+	struct merge *m = merge_new(NULL);
 	char *cause = NULL;
 	double t0, t;
 
@@ -685,22 +739,28 @@ canceller_run(void *arg)
 	return NULL;
 }
 
-/* A cancel flag set from another thread stops merge_add inside one input. */
+/*
+ * A cancel flag set from another thread stops merge_add_raw inside one
+ * input (the daemon's path: the input's bytes, read in place).
+ */
 static void
 test_cancel_inside_input(void)
 {
 	struct bomb *bm = bomb_new(1000000, 50);
-	struct merge *m = merge_new();
+	struct merge *m = merge_new(NULL);
 	struct canceller c = { 0, 0 };
+	size_t rawlen = perftools__profiles__profile__get_packed_size(&bm->b->p);
+	uint8_t *raw = xmalloc(rawlen);
 	pthread_t th;
 	char *cause = NULL;
 	double t0, done;
 	int rc;
 
+	perftools__profiles__profile__pack(&bm->b->p, raw);
 	/* Set before the call: nothing is added. */
 	c.flag = 1;
 	merge_set_cancel(m, &c.flag);
-	rc = merge_add(m, &bm->b->p, &cause);
+	rc = merge_add_raw(m, raw, rawlen, &cause);
 	ok(rc == -1 && merge_cancelled(m) && cause != NULL &&
 	    strcmp(cause, "merge cancelled") == 0 && merge_samples(m) == 0,
 	    "cancel already set: merge_add fails at once (%s)",
@@ -711,7 +771,7 @@ test_cancel_inside_input(void)
 	c.flag = 0;
 	t0 = wall_seconds();
 	pthread_create(&th, NULL, canceller_run, &c);
-	rc = merge_add(m, &bm->b->p, &cause);
+	rc = merge_add_raw(m, raw, rawlen, &cause);
 	done = wall_seconds();
 	pthread_join(th, NULL);
 	ok(rc == -1 && merge_cancelled(m) && !merge_mismatch(m),
@@ -722,10 +782,11 @@ test_cancel_inside_input(void)
 	    "%zu of 1000000 samples in)", done - c.at, done - t0,
 	    merge_samples(m));
 	free(cause);
+	free(raw);
 	merge_free(m);
 
 	/* Without a flag the same merge goes on (and a NULL flag is fine). */
-	m = merge_new();
+	m = merge_new(NULL);
 	merge_set_cancel(m, NULL);
 	bomb_free(bm);
 	bm = bomb_new(1000, 50);
@@ -755,5 +816,8 @@ main(void)
 	test_label_bomb(20000, 50);
 	test_label_bomb(40, 20000);
 	test_cancel_inside_input();
+	ok(raw_checked > 10 && raw_differed == 0, "merge_result_raw writes "
+	    "what protobuf-c packs from merge_result, in all %zu results "
+	    "checked (%zu differ)", raw_checked, raw_differed);
 	return tap_done();
 }

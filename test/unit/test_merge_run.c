@@ -2,7 +2,8 @@
  * Unit tests of the parallel merge driver (merge/merge_run.c) on corpus
  * files: sequential and pooled runs agree with merge_add, several merges at
  * once on a pool whose every worker is inside merge_run do not deadlock,
- * and each failure maps to its HTTP code (404, 422, 500, 499).
+ * each failure maps to its HTTP code (404, 422, 500, 499), and merges draw
+ * their memory from a budget (413, 503, helpers giving inputs back).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -11,8 +12,13 @@
 #include <string.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include <event2/event.h>
 #include <event2/thread.h>
+#include <zlib.h>
+
+#include "common/budget.h"
 
 #include "merge/merge.h"
 #include "merge/merge_run.h"
@@ -114,7 +120,7 @@ run(struct pool *pool, struct files *fs, int *code, char **cause)
 
 	*code = 0;
 	free(last_skips.first);
-	if (merge_run(pool, fs->n, files_fetch, fs, 0, &fs->cancel, &out, &len,
+	if (merge_run(pool, NULL, fs->n, files_fetch, fs, 0, &fs->cancel, &out, &len,
 	    &last_skips, code, cause) != 0)
 		return NULL;
 	p = tl_decode_gz(out, len);
@@ -130,7 +136,7 @@ run(struct pool *pool, struct files *fs, int *code, char **cause)
 static char *
 reference(struct files *fs)
 {
-	struct merge *m = merge_new();
+	struct merge *m = merge_new(NULL);
 	char *c;
 
 	for (size_t i = 0; i < fs->n; i++) {
@@ -375,7 +381,7 @@ test_errors(struct pool *pool)
 	files_free(fs);
 
 	fs = files_new(bomb);
-	code = merge_run(NULL, fs->n, files_fetch, fs, 1 << 20, NULL,
+	code = merge_run(NULL, NULL, fs->n, files_fetch, fs, 1 << 20, NULL,
 	    (uint8_t **)&c, &(size_t){ 0 }, NULL, &k, &cause);
 	ok(code == -1 && k == 500 && cause != NULL &&
 	    strstr(cause, "exceeds 1048576") != NULL,
@@ -394,10 +400,158 @@ test_errors(struct pool *pool)
 	files_free(fs);
 
 	code = 0;
-	ok(merge_run(pool, 0, files_fetch, NULL, 0, NULL, (uint8_t **)&c,
+	ok(merge_run(pool, NULL, 0, files_fetch, NULL, 0, NULL, (uint8_t **)&c,
 	    &(size_t){ 0 }, NULL, &code, &cause) == -1 && code == 404,
 	    "no inputs is 404");
 	free(cause);
+}
+
+/*
+ * Writes the tiny-sample bomb (test/fuzz/gen_sample_bomb.py) of n samples,
+ * gzipped, to path: one sample type, n samples of value 1, no locations.
+ */
+static int
+write_bomb(const char *path, size_t n)
+{
+	static const uint8_t head[] = { 0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,
+	    0x32, 0x00, 0x32, 0x07, 's', 'a', 'm', 'p', 'l', 'e', 's', 0x32,
+	    0x05, 'c', 'o', 'u', 'n', 't' };
+	static const uint8_t sample[] = { 0x12, 0x03, 0x12, 0x01, 0x01 };
+	size_t len = sizeof head + n * sizeof sample, i;
+	uint8_t *raw = xmalloc(len), *gz = xmalloc(len);
+	z_stream zs;
+	FILE *f;
+	int rc;
+
+	memcpy(raw, head, sizeof head);
+	for (i = 0; i < n; i++)
+		memcpy(raw + sizeof head + i * sizeof sample, sample,
+		    sizeof sample);
+	memset(&zs, 0, sizeof zs);
+	deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+	zs.next_in = raw;
+	zs.avail_in = (uInt)len;
+	zs.next_out = gz;
+	zs.avail_out = (uInt)len;
+	rc = deflate(&zs, Z_FINISH) == Z_STREAM_END ? 0 : -1;
+	if (rc == 0 && ((f = fopen(path, "wb")) == NULL ||
+	    fwrite(gz, 1, zs.total_out, f) != zs.total_out || fclose(f) != 0))
+		rc = -1;
+	deflateEnd(&zs);
+	free(raw);
+	free(gz);
+	return rc;
+}
+
+/* A merge_run with a budget; returns the HTTP code, *sum the first value. */
+static int
+run_budget(struct pool *pool, struct budget *b, struct files *fs,
+    int64_t *sum, char **cause)
+{
+	Perftools__Profiles__Profile *p;
+	uint8_t *out = NULL;
+	size_t len = 0;
+	int code = 0;
+
+	*sum = 0;
+	if (merge_run(pool, b, fs->n, files_fetch, fs, 0, NULL, &out, &len,
+	    NULL, &code, cause) != 0)
+		return code;
+	if ((p = tl_decode_gz(out, len)) != NULL) {
+		if (p->n_sample == 1 && p->sample[0]->n_value == 1)
+			*sum = p->sample[0]->value[0];
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	}
+	free(out);
+	return code;
+}
+
+/*
+ * --merge-memory: every byte comes from the budget and goes back to it; a
+ * merge that alone needs more is 413, one the others crowd out is 503;
+ * helpers crowded out by their own run give their inputs back instead of
+ * failing it.
+ */
+static void
+test_budget(struct pool *pool)
+{
+	char dir[] = "/tmp/test_merge_run.XXXXXX", *paths[3];
+	struct files bombs, *fs;
+	struct budget *b;
+	struct budget_acct other;
+	char *cause = NULL;
+	int64_t sum;
+	size_t i;
+	int code;
+
+	if (mkdtemp(dir) == NULL) {
+		ok(0, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	for (i = 0; i < 3; i++) {
+		paths[i] = xasprintf("%s/bomb%zu.pb.gz", dir, i);
+		if (write_bomb(paths[i], 400000) != 0)
+			ok(0, "write %s", paths[i]);
+	}
+	memset(&bombs, 0, sizeof bombs);
+	bombs.paths = paths;
+	bombs.n = 3;
+	bombs.fail_at = bombs.cancel_at = bombs.gone_at = (size_t)-1;
+
+	/* Counting only: everything comes back. */
+	b = budget_new(0);
+	fs = files_pool(40);
+	code = run_budget(pool, b, fs, &sum, &cause);
+	ok(code == 200 && budget_used(b) == 0 && budget_peak(b) > 0,
+	    "40 CPU profiles: %zu bytes at most, all given back", budget_peak(b));
+	budget_free(b);
+
+	/* Too small for even one input: 413. */
+	b = budget_new(64 * 1024);
+	code = run_budget(pool, b, fs, &sum, &cause);
+	ok(code == 413 && cause != NULL &&
+	    strstr(cause, "needs more than the memory budget") != NULL &&
+	    budget_used(b) == 0, "a 64 KiB budget: 413 (%s)",
+	    cause ? cause : "");
+	free(cause);
+	cause = NULL;
+	budget_free(b);
+	files_free(fs);
+
+	/* Each bomb inflates to 2 MB: 3 MB fits one at a time, not two. */
+	b = budget_new(3 * 1024 * 1024);
+	code = run_budget(pool, b, &bombs, &sum, &cause);
+	ok(code == 200 && sum == 1200000 && budget_peak(b) <= 3 * 1024 * 1024,
+	    "3 bombs on 2 workers in 3 MiB: one at a time (%d, sum %lld, "
+	    "peak %zu) %s", code, (long long)sum, budget_peak(b),
+	    cause ? cause : "");
+	ok(budget_used(b) == 0, "... all given back");
+	free(cause);
+	cause = NULL;
+
+	/* Another task holds 2 MB: this merge fits alone, so 503. */
+	budget_acct_init(&other, b);
+	ok(budget_reserve(&other, 2 * 1024 * 1024) == 0,
+	    "another task holds 2 MiB");
+	code = run_budget(pool, b, &bombs, &sum, &cause);
+	ok(code == 503 && cause != NULL &&
+	    strstr(cause, "other merges hold") != NULL,
+	    "crowded out: 503 (%s)", cause ? cause : "");
+	free(cause);
+	cause = NULL;
+	budget_acct_done(&other);
+	code = run_budget(NULL, b, &bombs, &sum, &cause);
+	ok(code == 200 && sum == 1200000, "once it is given back: 200");
+	free(cause);
+	cause = NULL;
+	ok(budget_used(b) == 0, "... all given back");
+	budget_free(b);
+
+	for (i = 0; i < 3; i++) {
+		unlink(paths[i]);
+		free(paths[i]);
+	}
+	rmdir(dir);
 }
 
 int
@@ -415,6 +569,7 @@ main(void)
 	test_agree(pool);
 	test_no_deadlock(pool);
 	test_errors(pool);
+	test_budget(pool);
 	free(last_skips.first);
 	pool_free(pool);
 	event_base_free(base);
