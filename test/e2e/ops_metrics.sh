@@ -106,7 +106,7 @@ profd_start --workers 1 --max-queue 1 --max-inflated 512M --retention 0 ||
 poll() { while running; do code "$@"; echo; done >> "$T_TMP/poll.$BASHPID"; }
 running() { local p; for p in $bpids; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
 saw503= sawbusy= sawok=
-for attempt in 1 2 3; do
+for attempt in 1 2 3 4 5 6; do
 	rm -f "$T_TMP"/poll.*
 	bpids=
 	for i in 1 2 3 4; do
