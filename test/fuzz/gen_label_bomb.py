@@ -16,14 +16,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
-from retime import put_varint as varint  # noqa: E402  (the one encoder)
-
-
-def field(num, wire, payload):
-    key = varint(num << 3 | wire)
-    if wire == 0:
-        return key + varint(payload)
-    return key + varint(len(payload)) + payload
+from retime import put_field as field  # noqa: E402  (the one encoder)
+from retime import put_varint as varint  # noqa: E402
 
 
 def main():

@@ -24,15 +24,8 @@ import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
-from retime import put_varint as varint  # noqa: E402  (the one encoder)
-
-
-def field(num, wire, payload):
-    """One field: varint (wire 0) or length-delimited (wire 2)."""
-    key = varint(num << 3 | wire)
-    if wire == 0:
-        return key + varint(payload)
-    return key + varint(len(payload)) + payload
+from retime import put_field as field  # noqa: E402  (the one encoder)
+from retime import put_varint as varint  # noqa: E402
 
 
 def bomb(nsamples):

@@ -35,6 +35,14 @@ def put_varint(v):
             return bytes(out)
 
 
+def put_field(num, wire, payload):
+    """One protobuf field: a varint (wire 0) or length-delimited (wire 2)."""
+    key = put_varint(num << 3 | wire)
+    if wire == 0:
+        return key + put_varint(payload)
+    return key + put_varint(len(payload)) + payload
+
+
 def when(arg):
     """NANOS from "now", "now-8d", "now+2h" or a number."""
     m = re.fullmatch(r"now(?:([-+])(\d+)([smhd]))?", arg)
