@@ -29,19 +29,6 @@ NMERGE=8
 PROBE_MS=${STARVE_PROBE_MS:-3000}
 W='from=2020-01-01T00:00:00&to=2100-01-01T00:00:00'
 
-# metric NAME: a value from /metrics.
-metric() {
-	curl -s "$PROFD_URL/metrics" | awk -v n="$1" '$1 == n { print $2 }'
-}
-# wait_metric NAME VALUE SECONDS: until /metrics shows it; 0 if it did.
-wait_metric() {
-	local i
-	for i in $(seq 1 $(($3 * 10))); do
-		[ "$(metric "$1")" = "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 # probe NAME CURL ARGS...: one timed request; 200 within PROBE_MS passes.
 probe() {
 	local name=$1 code t ms

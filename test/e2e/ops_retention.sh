@@ -14,7 +14,6 @@ F=$PROFD_CORPUS/gperftools/cworker.cpu.pb.gz
 rows() { sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles ${1:-}" 2>/dev/null; }
 blob() { echo "$PROFD_DIR/blobs/${1:0:2}/$1"; }
 code() { api "$1" -o /dev/null >/dev/null; echo "$HTTP_CODE"; }
-metric() { curl -s "$PROFD_URL/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
 rows_are() { [ "$(rows)" = "$1" ]; }
 # wait_for CMD...: retries CMD for up to 20 s.
 wait_for() { local i; for i in $(seq 1 200); do "$@" && return 0; sleep 0.1; done; return 1; }

@@ -30,10 +30,6 @@ fi
 
 # cpu: the daemon's user + system CPU time so far, in ticks.
 cpu() { awk '{ print $14 + $15 }' "/proc/$PROFD_PID/stat"; }
-# metric NAME: a value from /metrics.
-metric() {
-	curl -s "$PROFD_URL/metrics" | awk -v n="$1" '$1 == n { print $2 }'
-}
 # store_heaps: uploads the four heap profiles; sets IDS (a + list of the
 # four repeated 100 times).
 store_heaps() {
@@ -63,15 +59,6 @@ merge_small() {
 	upload "$PROFD_CORPUS/go/cpuburn/cpu_A_02.pb.gz" "service=small&type=cpu" > /dev/null
 	b=$(echo "$BODY" | jq -r .body.id)
 	curl -s -o /dev/null -w '%{http_code}' "$PROFD_URL/api/0/profiles/$a+$b"
-}
-# wait_metric NAME VALUE SECONDS: until /metrics shows it; 0 if it did.
-wait_metric() {
-	local i
-	for i in $(seq 1 $(($3 * 10))); do
-		[ "$(metric "$1")" = "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
 }
 
 profd_start --request-timeout 2 --workers 1 --max-merges "$NMERGE" ||

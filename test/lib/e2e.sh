@@ -124,6 +124,20 @@ mem_check() {
 	fi
 }
 
+# metric NAME: a value from /metrics.
+metric() {
+	curl -s "$PROFD_URL/metrics" | awk -v n="$1" '$1 == n { print $2 }'
+}
+# wait_metric NAME VALUE SECONDS: until /metrics shows it; 0 if it did.
+wait_metric() {
+	local i
+	for i in $(seq 1 $(($3 * 10))); do
+		[ "$(metric "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # raw FILE [WAIT]: sends FILE's bytes to the daemon on one connection and
 # prints "RESPONSES STATUSES STATE" (test/lib/rawhttp.py); the replies go
 # to $T_TMP/raw.out.
