@@ -389,8 +389,7 @@ router_error_cb(struct evhttp_request *req, int code, const char *reason,
 		reply_error(rt->env, req, code, "%s", reason);
 	else if (code == 413 && req->chunked)
 		reply_error(rt->env, req, code, "chunked body larger than "
-		    "--max-body (%llu), or malformed (chunk extensions are not "
-		    "supported)", max);
+		    "--max-body (%llu)", max);
 	else if (code == 413)
 		reply_error(rt->env, req, code, "request larger than "
 		    "--max-body (%llu) or than 64 KiB of headers", max);

@@ -15,6 +15,7 @@
 #include <event2/listener.h>
 
 #include "collector/http/conns.h"
+#include "collector/http/evhooks.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
@@ -313,6 +314,7 @@ conns_sweep_cb(evutil_socket_t fd, short what, void *arg)
 			if (c->last == conn)
 				c->last = NULL;
 			TAILQ_REMOVE(&c->list, conn, entry);
+			evhooks_unwatch_input(bufferevent_get_input(conn->bev));
 			bufferevent_decref(conn->bev);
 			free(conn);
 			c->count--;
@@ -410,6 +412,7 @@ conns_free(struct conns *c)
 	while ((conn = TAILQ_FIRST(&c->list)) != NULL) {
 		conns_body_release(c, conn);
 		TAILQ_REMOVE(&c->list, conn, entry);
+		evhooks_unwatch_input(bufferevent_get_input(conn->bev));
 		bufferevent_decref(conn->bev);
 		free(conn);
 	}

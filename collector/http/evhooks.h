@@ -6,7 +6,10 @@
  *    read, so a request that will be refused (token, route, method, size,
  *    memory) is refused before its body is buffered;
  *  - body: called with each piece of a body as it arrives, once head asked
- *    for it with evhooks_watch_body (the piece must be moved out);
+ *    for it with evhooks_watch_body (the piece must be moved out); a
+ *    chunked body's lines are checked on the way (chunk extensions are
+ *    accepted; a malformed or endless chunk-size line is refused with 400
+ *    through the error callback);
  *  - error: called instead of libevent's HTML error page, for requests
  *    libevent itself fails (malformed request line or headers, unknown
  *    method, corrupt chunked framing) and for the refusals made with
@@ -49,6 +52,11 @@ void	evhooks_remove(struct evhttp *);
 unsigned long evhooks_heads(void);
 /* Asks for the body pieces of req as they arrive (from head). */
 void	evhooks_watch_body(struct evhttp_request *);
+/*
+ * Forgets a connection's input buffer (before its bufferevent is freed):
+ * a chunked body watched in it ended without an answer (client gone).
+ */
+void	evhooks_unwatch_input(struct evbuffer *);
 /*
  * Refuses req with code and message (from head or body): libevent stops
  * reading its body and the error hook receives them. Extra output headers
