@@ -29,7 +29,8 @@ prefix_ok() {
 	agent/exec.c:execlp|agent/exec.c:execle|agent/exec.c:fexecve|\
 	agent/exec.c:execveat) return 0 ;;
 	collector/http/evhooks.c:evhttp_request_new|\
-	collector/http/evhooks.c:evhttp_send_error) return 0 ;;
+	collector/http/evhooks.c:evhttp_send_error|\
+	collector/http/evhooks.c:evbuffer_readln) return 0 ;;
 	collector/main.c:main) return 0 ;;
 	esac
 	[ "$n" = "$b" ] || [ "${n#"${b}"_}" != "$n" ]
