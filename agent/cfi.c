@@ -1035,64 +1035,93 @@ cfi_map_file(const char *path, size_t *size, char **cause)
 	return p;
 }
 
+/* Parses sec into t unless it is larger than max bytes (then -1). */
+static int
+cfi_try(struct cfi_table *t, const struct cfi_sec *sec, int is_eh, size_t max)
+{
+	if (sec->size > max)
+		return -1;
+	cfi_fill(t, sec, is_eh);
+	return 0;
+}
+
 /* .debug_frame of the separate debug file named by build id id. */
-static void
-cfi_debug_file(struct cfi_table *t, const char *id)
+static int
+cfi_debug_file(struct cfi_table *t, const char *id, size_t max)
 {
 	struct cfi_sec sec;
 	char path[256];
 	size_t size;
 	void *p;
+	int rc = 0;
 
 	if (strlen(id) < 4)
-		return;
+		return 0;
 	snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug",
 	    id, id + 2);
 	if (access(path, R_OK) != 0 ||
 	    (p = cfi_map_file(path, &size, NULL)) == NULL)
-		return;
+		return 0;
 	if (cfi_ehdr(p, size, NULL) == 0 &&
 	    cfi_find_section(p, size, ".debug_frame", &sec) == 0)
-		cfi_fill(t, &sec, 0);
+		rc = cfi_try(t, &sec, 0, max);
 	munmap(p, size);
+	return rc;
 }
 
-/* Reads the CFI of an ELF image: .eh_frame, else .debug_frame. */
+/*
+ * Reads the CFI of an ELF image: .eh_frame (from the section headers, or
+ * PT_GNU_EH_FRAME without them), else .debug_frame, of the image or else
+ * of its separate debug file. A section of more than max bytes is left
+ * alone: NULL, errno EFBIG.
+ */
 static struct cfi_table *
-cfi_image(const uint8_t *base, size_t size, int from_file, char **cause)
+cfi_image(const uint8_t *base, size_t size, int from_file, size_t max,
+    char **cause)
 {
 	struct cfi_table *t;
 	struct cfi_sec sec, eh;
 	char id[129];
+	int rc = 0;
 
 	if (cfi_ehdr(base, size, cause) != 0)
 		return NULL;
 	t = xcalloc(1, sizeof *t);
 	cfi_phdrs(t, base, size, id, &eh);
 	if (cfi_find_section(base, size, ".eh_frame", &sec) == 0)
-		cfi_fill(t, &sec, 1);
+		rc = cfi_try(t, &sec, 1, max);
 	else if (eh.p != NULL)
-		cfi_fill(t, &eh, 1);
-	if (t->n == 0 &&
+		rc = cfi_try(t, &eh, 1, max);
+	if (rc == 0 && t->n == 0 &&
 	    cfi_find_section(base, size, ".debug_frame", &sec) == 0)
-		cfi_fill(t, &sec, 0);
-	if (t->n == 0 && from_file)
-		cfi_debug_file(t, id);
+		rc = cfi_try(t, &sec, 0, max);
+	if (rc == 0 && t->n == 0 && from_file)
+		rc = cfi_debug_file(t, id, max);
+	if (rc != 0) {
+		cfi_free(t);
+		xcause(cause, "call-frame information larger than %zu bytes",
+		    max);
+		errno = EFBIG;
+		return NULL;
+	}
 	return t;
 }
 
 /* Opens an ELF file and reads its CFI (the file is not kept mapped). */
 struct cfi_table *
-cfi_open(const char *path, char **cause)
+cfi_open(const char *path, size_t max, char **cause)
 {
 	struct cfi_table *t;
 	size_t size;
 	void *p;
+	int saved;
 
 	if ((p = cfi_map_file(path, &size, cause)) == NULL)
 		return NULL;
-	t = cfi_image(p, size, 1, cause);
+	t = cfi_image(p, size, 1, max, cause);
+	saved = errno;
 	munmap(p, size);
+	errno = saved;
 	return t;
 }
 
@@ -1100,7 +1129,7 @@ cfi_open(const char *path, char **cause)
 struct cfi_table *
 cfi_open_mem(const void *image, size_t size, char **cause)
 {
-	return cfi_image(image, size, 0, cause);
+	return cfi_image(image, size, 0, SIZE_MAX, cause);
 }
 
 /* Frees a table. */

@@ -59,10 +59,11 @@ struct cfi_table {
 /*
  * Reads the CFI of the ELF file at path (its .eh_frame; else its
  * .debug_frame, else that of /usr/lib/debug/.build-id/xx/yyyy.debug).
- * Returns NULL with *cause set when the file cannot be read; a file
- * without CFI gives a table with no rows.
+ * Returns NULL with *cause set when the file cannot be read, or with
+ * errno EFBIG when the section to parse is larger than max bytes (the
+ * caller's time budget); a file without CFI gives a table with no rows.
  */
-struct cfi_table	*cfi_open(const char *path, char **cause);
+struct cfi_table	*cfi_open(const char *path, size_t max, char **cause);
 /* The same from an ELF image in memory (the vDSO); not kept. */
 struct cfi_table	*cfi_open_mem(const void *image, size_t size,
 			    char **cause);

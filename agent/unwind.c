@@ -34,6 +34,7 @@
  * steady-state sample makes no syscall. On other architectures the walk
  * is the frame-pointer walk with the same checks.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -53,12 +54,16 @@
 #define UNWIND_GAP_PAGES	16	/* pages proven to join the run */
 #define UNWIND_SCRATCH		4	/* far pages remembered per walk */
 #define UNWIND_MAPS_AGE_S	5	/* unforced /proc/self/maps re-read */
+#define UNWIND_FREE_NS		1000000ULL	/* parsing budget: 1 ms */
+#define UNWIND_BUDGET_PCT	2		/* + 2% of process CPU */
+#define UNWIND_NS_PER_BYTE	25		/* parse cost estimate */
 
 /* An object seen in the maps; agent thread only. */
 struct unwind_file {
 	char			*path;
 	struct cfi_table	*cfi;
 	int			 loaded;	/* cfi tried (NULL: failed) */
+	int			 wanted;	/* put off: try again */
 };
 
 /* One executable mapping of a snapshot. */
@@ -90,6 +95,8 @@ static struct maps		 unwind_maps;
 static struct timespec		 unwind_maps_when;
 static uint64_t			 unwind_snapshots;
 static uint64_t			 unwind_seen_misses;
+static uint64_t			 unwind_spent_ns;	/* parsing so far */
+static uint64_t			 unwind_deferred;	/* over budget */
 static pthread_once_t		 unwind_once = PTHREAD_ONCE_INIT;
 
 /* Readable memory: [lo, hi). */
@@ -433,24 +440,58 @@ unwind_file_for(const char *path)
 	return f;
 }
 
-/* Parses the object of mapping e (agent thread). */
+/* CPU time of clock id in ns. */
+static uint64_t
+unwind_cpu_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Parses the object of mapping e (agent thread), within the budget: all
+ * parsing so far may take UNWIND_FREE_NS plus UNWIND_BUDGET_PCT percent of
+ * the CPU time the process has used, each section byte counted as
+ * UNWIND_NS_PER_BYTE. An object over the budget stays unloaded (its
+ * frames use frame pointers) and is tried again at a later refresh, when
+ * the process has run longer: a short-lived compiler never pays 50 ms for
+ * its own table, a long-running server pays it once.
+ */
 static void
 unwind_load(struct unwind_file *f, const struct maps_entry *e)
 {
-	f->loaded = 1;
+	uint64_t allowed, t0;
+
 #if defined(__x86_64__)
+	allowed = UNWIND_FREE_NS + unwind_cpu_ns(CLOCK_PROCESS_CPUTIME_ID) /
+	    100 * UNWIND_BUDGET_PCT;
+	allowed = allowed > unwind_spent_ns ? allowed - unwind_spent_ns : 0;
+	t0 = unwind_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (strcmp(f->path, "[vdso]") == 0)
 		f->cfi = cfi_open_mem((const void *)(uintptr_t)e->start,
 		    (size_t)(e->limit - e->start), NULL);
-	else
-		f->cfi = cfi_open(f->path, NULL);
+	else if ((f->cfi = cfi_open(f->path, (size_t)(allowed /
+	    UNWIND_NS_PER_BYTE), NULL)) == NULL && errno == EFBIG) {
+		unwind_deferred++;
+		f->wanted = 1;
+		unwind_spent_ns += unwind_cpu_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+		return;
+	}
+	unwind_spent_ns += unwind_cpu_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 	if (f->cfi != NULL && f->cfi->n == 0) {
 		cfi_free(f->cfi);
 		f->cfi = NULL;
 	}
 #else
 	(void)e;
+	(void)allowed;
+	(void)t0;
 #endif
+	f->loaded = 1;
+	f->wanted = 0;
 }
 
 /* A snapshot of unwind_maps with the tables loaded so far. */
@@ -477,6 +518,8 @@ unwind_space_new(void)
 		if (!m->file->loaded) {
 #if defined(__x86_64__)
 			m->lazy = 1;
+			/* Put off for the budget: still wanted. */
+			atomic_init(&m->miss, m->file->wanted);
 #endif
 			continue;
 		}
@@ -593,4 +636,6 @@ unwind_get_stats(struct unwind_stats *st)
 		    sizeof(struct cfi_load) + sizeof(struct cfi_table);
 	}
 	st->misses = atomic_load(&unwind_misses);
+	st->spent_ns = unwind_spent_ns;
+	st->deferred = unwind_deferred;
 }

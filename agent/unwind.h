@@ -43,6 +43,8 @@ struct unwind_stats {
 	uint64_t	rows;		/* rows in those tables */
 	uint64_t	table_bytes;	/* memory of those tables */
 	uint64_t	misses;		/* pcs met in no known mapping */
+	uint64_t	spent_ns;	/* CPU time spent parsing tables */
+	uint64_t	deferred;	/* loads put off: over the budget */
 };
 
 /* Counters (agent thread or tests). */
