@@ -56,7 +56,7 @@
 #define UNWIND_MAPS_AGE_S	5	/* unforced /proc/self/maps re-read */
 #define UNWIND_FREE_NS		1000000ULL	/* parsing budget: 1 ms */
 #define UNWIND_BUDGET_PCT	2		/* + 2% of process CPU */
-#define UNWIND_NS_PER_BYTE	25		/* parse cost estimate */
+#define UNWIND_NS_PER_BYTE	15		/* parse cost estimate */
 
 /* An object seen in the maps; agent thread only. */
 struct unwind_file {
@@ -86,6 +86,7 @@ static _Atomic(struct unwind_space *)	unwind_current;
 static _Atomic unsigned			unwind_inflight;
 static _Atomic uint64_t			unwind_misses;
 static _Atomic int			unwind_safe = -1; /* unknown */
+static _Atomic int			unwind_exiting;
 
 /* Agent-thread state. */
 static struct unwind_space	*unwind_retired;
@@ -413,11 +414,23 @@ unwind_atfork_child(void)
 	atomic_store(&unwind_inflight, 0);
 }
 
-/* Registers the fork hook once. */
+/*
+ * exit() has begun: a table parsed now would serve no sample. Registered
+ * after the agent's own atexit hook, so it runs before the last window
+ * is drained.
+ */
+static void
+unwind_atexit(void)
+{
+	atomic_store(&unwind_exiting, 1);
+}
+
+/* Registers the fork and exit hooks once. */
 static void
 unwind_hooks_once(void)
 {
 	pthread_atfork(NULL, NULL, unwind_atfork_child);
+	atexit(unwind_atexit);
 }
 
 /* The cached object for a mapping's path, or NULL (anonymous, special). */
@@ -591,7 +604,8 @@ unwind_refresh(void)
 		} else
 			maps_clear(&fresh);
 	}
-	for (i = 0; cur != NULL && i < cur->n; i++) {
+	for (i = 0; cur != NULL && !atomic_load(&unwind_exiting) &&
+	    i < cur->n; i++) {
 		if (!cur->v[i].lazy || cur->v[i].file->loaded ||
 		    atomic_load_explicit(&cur->v[i].miss,
 		    memory_order_relaxed) == 0)
