@@ -1,7 +1,8 @@
 /*
  * DWARF call-frame information reader for the unwinder. Runs on the agent
- * thread only: it maps an ELF file, walks the CIEs and FDEs of .eh_frame
- * (or .debug_frame), runs each FDE's CFA program and keeps, per address
+ * thread only: given the bytes of .eh_frame or .debug_frame (cfi_elf.c
+ * finds them in an ELF object), it walks the CIEs and FDEs, runs each
+ * FDE's CFA program and keeps, per address
  * range, only what an x86-64 stack walk needs: how to find the CFA, where
  * the caller's rbp went, and whether the return address is defined. The
  * result is one array of 12-byte rows sorted by pc (cfi.h), which the
@@ -14,17 +15,9 @@
  * address moved elsewhere) become CFI_CFA_UNKNOWN rows, on which the walk
  * falls back to frame pointers.
  */
-#include <elf.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <link.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "agent/cfi.h"
 #include "common/xmalloc.h"
@@ -378,6 +371,22 @@ cfi_cfa_expr(struct cfi_state *s, const uint8_t *e, size_t len)
 	}
 }
 
+/* DW_CFA_expression for rbp: "DW_OP_breg6 n" (saved at rbp + n) only. */
+static void
+cfi_rbp_expr(struct cfi_state *s, const uint8_t *e, size_t len)
+{
+	struct cfi_rd r = { e + 1, e + len, 1 };
+	int64_t off;
+
+	if (len < 2 || e[0] != 0x76)
+		return;
+	off = cfi_sleb(&r);
+	if (r.ok && r.p == r.end) {
+		s->rbp = CFI_RBP_AT_RBP;
+		s->rbp_off = off;
+	}
+}
+
 /* Sets the rule of register reg from a DW_CFA_* kind. */
 static void
 cfi_set_reg(struct cfi_state *s, const struct cfi_cie *cie, uint64_t reg,
@@ -404,6 +413,126 @@ cfi_set_cfa(struct cfi_state *s)
 		s->cfa = CFI_CFA_UNKNOWN;
 }
 
+/* Puts register reg's rule back to what the CIE set up. */
+static void
+cfi_restore(struct cfi_state *s, const struct cfi_state *init,
+    const struct cfi_cie *cie, uint64_t reg)
+{
+	if (reg == CFI_REG_RBP) {
+		s->rbp = init->rbp;
+		s->rbp_off = init->rbp_off;
+	} else if (reg == cie->ra_reg)
+		s->ra = init->ra;
+}
+
+/*
+ * One CFA instruction that changes a rule without advancing (everything
+ * but advance_loc*, set_loc and remember/restore_state). init is the CIE's
+ * state for DW_CFA_restore_extended, NULL inside the CIE. Returns 0, or
+ * -1 for an unknown or malformed instruction.
+ */
+static int
+cfi_rule(struct cfi_rd *r, int op, const struct cfi_cie *cie,
+    struct cfi_state *s, const struct cfi_state *init)
+{
+	uint64_t reg, len;
+	int64_t off;
+
+	switch (op) {
+	case 0x00:	/* DW_CFA_nop */
+		return 0;
+	case 0x05:	/* DW_CFA_offset_extended */
+		reg = cfi_uleb(r);
+		off = (int64_t)cfi_uleb(r) * cie->data_align;
+		cfi_set_reg(s, cie, reg, 0, off);
+		return 0;
+	case 0x06:	/* DW_CFA_restore_extended */
+		reg = cfi_uleb(r);
+		if (init == NULL)
+			return -1;
+		cfi_restore(s, init, cie, reg);
+		return 0;
+	case 0x07:	/* DW_CFA_undefined */
+		cfi_set_reg(s, cie, cfi_uleb(r), 1, 0);
+		return 0;
+	case 0x08:	/* DW_CFA_same_value */
+		cfi_set_reg(s, cie, cfi_uleb(r), 2, 0);
+		return 0;
+	case 0x09:	/* DW_CFA_register */
+		reg = cfi_uleb(r);
+		cfi_uleb(r);
+		cfi_set_reg(s, cie, reg, 3, 0);
+		return 0;
+	case 0x0c:	/* DW_CFA_def_cfa */
+		s->cfa_reg = cfi_uleb(r);
+		s->cfa_off = (int64_t)cfi_uleb(r);
+		cfi_set_cfa(s);
+		return 0;
+	case 0x0d:	/* DW_CFA_def_cfa_register */
+		s->cfa_reg = cfi_uleb(r);
+		cfi_set_cfa(s);
+		return 0;
+	case 0x0e:	/* DW_CFA_def_cfa_offset */
+		s->cfa_off = (int64_t)cfi_uleb(r);
+		if (s->cfa == CFI_CFA_RSP || s->cfa == CFI_CFA_RBP)
+			cfi_set_cfa(s);
+		return 0;
+	case 0x0f:	/* DW_CFA_def_cfa_expression */
+		len = cfi_uleb(r);
+		if (!r->ok || len > (uint64_t)(r->end - r->p))
+			return -1;
+		cfi_cfa_expr(s, r->p, (size_t)len);
+		s->cfa_reg = ~(uint64_t)0;
+		r->p += len;
+		return 0;
+	case 0x10:	/* DW_CFA_expression */
+	case 0x16:	/* DW_CFA_val_expression */
+		reg = cfi_uleb(r);
+		len = cfi_uleb(r);
+		if (!r->ok || len > (uint64_t)(r->end - r->p))
+			return -1;
+		cfi_set_reg(s, cie, reg, 3, 0);
+		if (op == 0x10 && reg == CFI_REG_RBP)
+			cfi_rbp_expr(s, r->p, (size_t)len);
+		r->p += len;
+		return 0;
+	case 0x11:	/* DW_CFA_offset_extended_sf */
+		reg = cfi_uleb(r);
+		off = cfi_sleb(r) * cie->data_align;
+		cfi_set_reg(s, cie, reg, 0, off);
+		return 0;
+	case 0x12:	/* DW_CFA_def_cfa_sf */
+		s->cfa_reg = cfi_uleb(r);
+		s->cfa_off = cfi_sleb(r) * cie->data_align;
+		cfi_set_cfa(s);
+		return 0;
+	case 0x13:	/* DW_CFA_def_cfa_offset_sf */
+		s->cfa_off = cfi_sleb(r) * cie->data_align;
+		if (s->cfa == CFI_CFA_RSP || s->cfa == CFI_CFA_RBP)
+			cfi_set_cfa(s);
+		return 0;
+	case 0x14:	/* DW_CFA_val_offset */
+		reg = cfi_uleb(r);
+		cfi_uleb(r);
+		cfi_set_reg(s, cie, reg, 3, 0);
+		return 0;
+	case 0x15:	/* DW_CFA_val_offset_sf */
+		reg = cfi_uleb(r);
+		cfi_sleb(r);
+		cfi_set_reg(s, cie, reg, 3, 0);
+		return 0;
+	case 0x2e:	/* DW_CFA_GNU_args_size */
+		cfi_uleb(r);
+		return 0;
+	case 0x2f:	/* DW_CFA_GNU_negative_offset_extended */
+		reg = cfi_uleb(r);
+		off = -(int64_t)cfi_uleb(r) * cie->data_align;
+		cfi_set_reg(s, cie, reg, 0, off);
+		return 0;
+	}
+	return -1;
+}
+
 /*
  * Runs CFA instructions [p, end) from state *s at loc. With b != NULL
  * (an FDE), emits a row at every advance, up to end_pc; init is the state
@@ -419,32 +548,30 @@ cfi_run(const uint8_t *p, const uint8_t *end, const struct cfi_cie *cie,
 	struct cfi_rd r = { p, end, 1 };
 	struct cfi_state stack[CFI_STATE_DEPTH];
 	int depth = 0, op;
-	uint64_t reg, delta, len;
-	int64_t off;
+	uint64_t delta, to;
 
 	while (r.ok && r.p < r.end) {
 		op = (int)cfi_u8(&r);
-		delta = 0;
 		switch (op & 0xc0) {
 		case 0x40:	/* DW_CFA_advance_loc */
 			delta = (uint64_t)(op & 0x3f) * cie->code_align;
 			goto advance;
 		case 0x80:	/* DW_CFA_offset */
-			off = (int64_t)cfi_uleb(&r) * cie->data_align;
-			cfi_set_reg(s, cie, (uint64_t)(op & 0x3f), 0, off);
+			cfi_set_reg(s, cie, (uint64_t)(op & 0x3f), 0,
+			    (int64_t)cfi_uleb(&r) * cie->data_align);
 			continue;
 		case 0xc0:	/* DW_CFA_restore */
-			reg = (uint64_t)(op & 0x3f);
-			goto restore;
+			if (init == NULL)
+				return -1;
+			cfi_restore(s, init, cie, (uint64_t)(op & 0x3f));
+			continue;
 		}
 		switch (op) {
-		case 0x00:	/* DW_CFA_nop */
-			continue;
 		case 0x01:	/* DW_CFA_set_loc */
-			reg = cfi_ptr(&r, cie->fde_enc, sec);
-			if (!r.ok || reg < loc)
+			to = cfi_ptr(&r, cie->fde_enc, sec);
+			if (!r.ok || to < loc)
 				return -1;
-			delta = reg - loc;
+			delta = to - loc;
 			goto advance;
 		case 0x02:	/* DW_CFA_advance_loc1 */
 			delta = cfi_u8(&r) * cie->code_align;
@@ -455,25 +582,6 @@ cfi_run(const uint8_t *p, const uint8_t *end, const struct cfi_cie *cie,
 		case 0x04:	/* DW_CFA_advance_loc4 */
 			delta = cfi_un(&r, 4) * cie->code_align;
 			goto advance;
-		case 0x05:	/* DW_CFA_offset_extended */
-			reg = cfi_uleb(&r);
-			off = (int64_t)cfi_uleb(&r) * cie->data_align;
-			cfi_set_reg(s, cie, reg, 0, off);
-			continue;
-		case 0x06:	/* DW_CFA_restore_extended */
-			reg = cfi_uleb(&r);
-			goto restore;
-		case 0x07:	/* DW_CFA_undefined */
-			cfi_set_reg(s, cie, cfi_uleb(&r), 1, 0);
-			continue;
-		case 0x08:	/* DW_CFA_same_value */
-			cfi_set_reg(s, cie, cfi_uleb(&r), 2, 0);
-			continue;
-		case 0x09:	/* DW_CFA_register */
-			reg = cfi_uleb(&r);
-			cfi_uleb(&r);
-			cfi_set_reg(s, cie, reg, 3, 0);
-			continue;
 		case 0x0a:	/* DW_CFA_remember_state */
 			if (depth == CFI_STATE_DEPTH)
 				return -1;
@@ -484,93 +592,11 @@ cfi_run(const uint8_t *p, const uint8_t *end, const struct cfi_cie *cie,
 				return -1;
 			*s = stack[--depth];
 			continue;
-		case 0x0c:	/* DW_CFA_def_cfa */
-			s->cfa_reg = cfi_uleb(&r);
-			s->cfa_off = (int64_t)cfi_uleb(&r);
-			cfi_set_cfa(s);
-			continue;
-		case 0x0d:	/* DW_CFA_def_cfa_register */
-			s->cfa_reg = cfi_uleb(&r);
-			cfi_set_cfa(s);
-			continue;
-		case 0x0e:	/* DW_CFA_def_cfa_offset */
-			s->cfa_off = (int64_t)cfi_uleb(&r);
-			if (s->cfa == CFI_CFA_RSP || s->cfa == CFI_CFA_RBP)
-				cfi_set_cfa(s);
-			continue;
-		case 0x0f:	/* DW_CFA_def_cfa_expression */
-			len = cfi_uleb(&r);
-			if (!r.ok || len > (uint64_t)(r.end - r.p))
-				return -1;
-			cfi_cfa_expr(s, r.p, (size_t)len);
-			s->cfa_reg = ~(uint64_t)0;
-			r.p += len;
-			continue;
-		case 0x10:	/* DW_CFA_expression */
-		case 0x16:	/* DW_CFA_val_expression */
-			reg = cfi_uleb(&r);
-			len = cfi_uleb(&r);
-			if (!r.ok || len > (uint64_t)(r.end - r.p))
-				return -1;
-			cfi_set_reg(s, cie, reg, 3, 0);
-			/* rbp saved at rbp + n: DW_OP_bregN for N = 6 only */
-			if (op == 0x10 && reg == CFI_REG_RBP && len >= 2 &&
-			    r.p[0] == 0x76) {
-				struct cfi_rd e = { r.p + 1, r.p + len, 1 };
-
-				off = cfi_sleb(&e);
-				if (e.ok && e.p == e.end) {
-					s->rbp = CFI_RBP_AT_RBP;
-					s->rbp_off = off;
-				}
-			}
-			r.p += len;
-			continue;
-		case 0x11:	/* DW_CFA_offset_extended_sf */
-			reg = cfi_uleb(&r);
-			off = cfi_sleb(&r) * cie->data_align;
-			cfi_set_reg(s, cie, reg, 0, off);
-			continue;
-		case 0x12:	/* DW_CFA_def_cfa_sf */
-			s->cfa_reg = cfi_uleb(&r);
-			s->cfa_off = cfi_sleb(&r) * cie->data_align;
-			cfi_set_cfa(s);
-			continue;
-		case 0x13:	/* DW_CFA_def_cfa_offset_sf */
-			s->cfa_off = cfi_sleb(&r) * cie->data_align;
-			if (s->cfa == CFI_CFA_RSP || s->cfa == CFI_CFA_RBP)
-				cfi_set_cfa(s);
-			continue;
-		case 0x14:	/* DW_CFA_val_offset */
-			reg = cfi_uleb(&r);
-			cfi_uleb(&r);
-			cfi_set_reg(s, cie, reg, 3, 0);
-			continue;
-		case 0x15:	/* DW_CFA_val_offset_sf */
-			reg = cfi_uleb(&r);
-			cfi_sleb(&r);
-			cfi_set_reg(s, cie, reg, 3, 0);
-			continue;
-		case 0x2e:	/* DW_CFA_GNU_args_size */
-			cfi_uleb(&r);
-			continue;
-		case 0x2f:	/* DW_CFA_GNU_negative_offset_extended */
-			reg = cfi_uleb(&r);
-			off = -(int64_t)cfi_uleb(&r) * cie->data_align;
-			cfi_set_reg(s, cie, reg, 0, off);
-			continue;
 		default:
-			return -1;
+			if (cfi_rule(&r, op, cie, s, init) != 0)
+				return -1;
+			continue;
 		}
-restore:
-		if (init == NULL)
-			return -1;	/* DW_CFA_restore in a CIE */
-		if (reg == CFI_REG_RBP) {
-			s->rbp = init->rbp;
-			s->rbp_off = init->rbp_off;
-		} else if (reg == cie->ra_reg)
-			s->ra = init->ra;
-		continue;
 advance:
 		if (b == NULL)
 			return -1;	/* an advance in a CIE: not supported */
@@ -825,13 +851,15 @@ cfi_flatten(struct cfi_table *t, struct cfi_build *b)
 }
 
 /* Parses one section into t, which must have no rows yet. */
-static void
-cfi_fill(struct cfi_table *t, const struct cfi_sec *sec, int is_eh)
+void
+cfi_parse(struct cfi_table *t, const uint8_t *p, size_t size, uint64_t vaddr,
+    int is_eh)
 {
+	struct cfi_sec sec = { p, size, vaddr };
 	struct cfi_build b;
 
 	memset(&b, 0, sizeof b);
-	cfi_section(&b, sec, is_eh);
+	cfi_section(&b, &sec, is_eh);
 	cfi_flatten(t, &b);
 	t->debug_frame = !is_eh && t->n > 0;
 	free(b.rows);
@@ -843,293 +871,30 @@ struct cfi_table *
 cfi_from_section(const uint8_t *sec, size_t size, uint64_t vaddr, int is_eh)
 {
 	struct cfi_table *t = xcalloc(1, sizeof *t);
-	struct cfi_sec s = { sec, size, vaddr };
 
-	cfi_fill(t, &s, is_eh);
+	cfi_parse(t, sec, size, vaddr, is_eh);
 	return t;
 }
 
-/* True if [off, off+len) lies within size bytes. */
-static int
-cfi_in(size_t size, uint64_t off, uint64_t len)
-{
-	return off <= size && len <= size - off;
-}
-
 /*
- * Finds the named section of an ELF image; mem: the image is laid out by
- * address (the vDSO), so its bytes are at sh_addr - first vaddr... which
- * for the vDSO equals sh_offset. Returns 0 with *out set, or -1.
+ * The link address of .eh_frame from an .eh_frame_hdr at vaddr: version 1,
+ * then the encoding of eh_frame_ptr. Returns 0, or -1.
  */
-static int
-cfi_find_section(const uint8_t *base, size_t size, const char *name,
-    struct cfi_sec *out)
+int
+cfi_hdr_eh_frame(const uint8_t *hdr, size_t size, uint64_t vaddr,
+    uint64_t *out)
 {
-	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
-	const ElfW(Shdr) *sh, *strs;
-	const char *n;
-	size_t i;
+	struct cfi_sec sec = { hdr, size, vaddr };
+	struct cfi_rd r = { hdr, hdr + size, 1 };
+	int enc;
 
-	if (eh->e_shoff == 0 || eh->e_shentsize != sizeof *sh ||
-	    eh->e_shstrndx >= eh->e_shnum ||
-	    !cfi_in(size, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof *sh))
-		return -1;
-	sh = (const ElfW(Shdr) *)(base + eh->e_shoff);
-	strs = &sh[eh->e_shstrndx];
-	if (!cfi_in(size, strs->sh_offset, strs->sh_size))
-		return -1;
-	for (i = 0; i < eh->e_shnum; i++) {
-		if (sh[i].sh_name >= strs->sh_size)
-			continue;
-		n = (const char *)base + strs->sh_offset + sh[i].sh_name;
-		if (strnlen(n, strs->sh_size - sh[i].sh_name) ==
-		    strs->sh_size - sh[i].sh_name || strcmp(n, name) != 0)
-			continue;
-		if (sh[i].sh_type == SHT_NOBITS ||
-		    (sh[i].sh_flags & SHF_COMPRESSED) ||
-		    !cfi_in(size, sh[i].sh_offset, sh[i].sh_size))
-			return -1;
-		out->p = base + sh[i].sh_offset;
-		out->size = sh[i].sh_size;
-		out->vaddr = sh[i].sh_addr;
-		return 0;
-	}
-	return -1;
-}
-
-/* Checks the ELF header; 0 if it is a native one. */
-static int
-cfi_ehdr(const uint8_t *base, size_t size, char **cause)
-{
-	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
-
-	if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
-		return xcause(cause, "not an ELF file");
-#if __SIZEOF_POINTER__ == 8
-	if (eh->e_ident[EI_CLASS] != ELFCLASS64)
-#else
-	if (eh->e_ident[EI_CLASS] != ELFCLASS32)
-#endif
-		return xcause(cause, "ELF class is not native");
-	return 0;
-}
-
-/*
- * PT_LOAD segments into t; the build id (hex) into id. Without section
- * headers, .eh_frame is found from PT_GNU_EH_FRAME (its header's
- * eh_frame_ptr), bounded by the end of the segment that holds it.
- */
-static void
-cfi_phdrs(struct cfi_table *t, const uint8_t *base, size_t size,
-    char id[129], struct cfi_sec *eh)
-{
-	static const char hex[] = "0123456789abcdef";
-	const ElfW(Ehdr) *ehd = (const ElfW(Ehdr) *)base;
-	const ElfW(Phdr) *ph;
-	const ElfW(Nhdr) *nh;
-	const uint8_t *np;
-	struct cfi_rd r;
-	struct cfi_sec hdr;
-	uint64_t ptr, off, nsz, dsz;
-	size_t i, j;
-	int hdr_i = -1;
-
-	id[0] = '\0';
-	memset(eh, 0, sizeof *eh);
-	if (ehd->e_phentsize != sizeof *ph ||
-	    !cfi_in(size, ehd->e_phoff, (uint64_t)ehd->e_phnum * sizeof *ph))
-		return;
-	ph = (const ElfW(Phdr) *)(base + ehd->e_phoff);
-	t->loads = xcalloc(ehd->e_phnum ? ehd->e_phnum : 1, sizeof *t->loads);
-	for (i = 0; i < ehd->e_phnum; i++) {
-		if (ph[i].p_type == PT_LOAD) {
-			t->loads[t->nloads].off = ph[i].p_offset;
-			t->loads[t->nloads].vaddr = ph[i].p_vaddr;
-			t->loads[t->nloads].filesz = ph[i].p_filesz;
-			t->nloads++;
-		} else if (ph[i].p_type == PT_GNU_EH_FRAME)
-			hdr_i = (int)i;
-		else if (ph[i].p_type == PT_NOTE && id[0] == '\0' &&
-		    cfi_in(size, ph[i].p_offset, ph[i].p_filesz)) {
-			np = base + ph[i].p_offset;
-			for (off = 0; cfi_in(ph[i].p_filesz, off, sizeof *nh);) {
-				nh = (const ElfW(Nhdr) *)(np + off);
-				nsz = (nh->n_namesz + 3) & ~3ULL;
-				dsz = (nh->n_descsz + 3) & ~3ULL;
-				off += sizeof *nh;
-				if (!cfi_in(ph[i].p_filesz, off, nsz + dsz))
-					break;
-				if (nh->n_type == NT_GNU_BUILD_ID &&
-				    nh->n_namesz == 4 && nh->n_descsz > 0 &&
-				    nh->n_descsz <= 64 &&
-				    memcmp(np + off, "GNU", 4) == 0) {
-					for (j = 0; j < nh->n_descsz; j++) {
-						id[2 * j] = hex[np[off + nsz +
-						    j] >> 4];
-						id[2 * j + 1] = hex[np[off +
-						    nsz + j] & 15];
-					}
-					id[2 * j] = '\0';
-					break;
-				}
-				off += nsz + dsz;
-			}
-		}
-	}
-	if (hdr_i < 0 || !cfi_in(size, ph[hdr_i].p_offset, ph[hdr_i].p_filesz))
-		return;
-	hdr.p = base + ph[hdr_i].p_offset;
-	hdr.size = ph[hdr_i].p_filesz;
-	hdr.vaddr = ph[hdr_i].p_vaddr;
-	r.p = hdr.p;
-	r.end = hdr.p + hdr.size;
-	r.ok = 1;
 	if (cfi_u8(&r) != 1)
-		return;
-	i = (size_t)cfi_u8(&r);		/* eh_frame_ptr encoding */
-	cfi_u8(&r);
-	cfi_u8(&r);
-	ptr = cfi_ptr(&r, (int)i, &hdr);
-	if (!r.ok)
-		return;
-	for (i = 0; i < t->nloads; i++) {
-		if (ptr >= t->loads[i].vaddr &&
-		    ptr - t->loads[i].vaddr < t->loads[i].filesz) {
-			off = ptr - t->loads[i].vaddr + t->loads[i].off;
-			if (!cfi_in(size, off, t->loads[i].filesz -
-			    (ptr - t->loads[i].vaddr)))
-				return;
-			eh->p = base + off;
-			eh->size = t->loads[i].filesz - (ptr -
-			    t->loads[i].vaddr);
-			eh->vaddr = ptr;
-			return;
-		}
-	}
-}
-
-/* Maps a whole file read-only. */
-static void *
-cfi_map_file(const char *path, size_t *size, char **cause)
-{
-	struct stat sb;
-	void *p;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		xcause(cause, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0) {
-		xcause(cause, "%s: not a regular, non-empty file", path);
-		close(fd);
-		return NULL;
-	}
-	p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED) {
-		xcause(cause, "%s: mmap: %s", path, strerror(errno));
-		return NULL;
-	}
-	*size = (size_t)sb.st_size;
-	return p;
-}
-
-/* Parses sec into t unless it is larger than max bytes (then -1). */
-static int
-cfi_try(struct cfi_table *t, const struct cfi_sec *sec, int is_eh, size_t max)
-{
-	if (sec->size > max)
 		return -1;
-	cfi_fill(t, sec, is_eh);
-	return 0;
-}
-
-/* .debug_frame of the separate debug file named by build id id. */
-static int
-cfi_debug_file(struct cfi_table *t, const char *id, size_t max)
-{
-	struct cfi_sec sec;
-	char path[256];
-	size_t size;
-	void *p;
-	int rc = 0;
-
-	if (strlen(id) < 4)
-		return 0;
-	snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug",
-	    id, id + 2);
-	if (access(path, R_OK) != 0 ||
-	    (p = cfi_map_file(path, &size, NULL)) == NULL)
-		return 0;
-	if (cfi_ehdr(p, size, NULL) == 0 &&
-	    cfi_find_section(p, size, ".debug_frame", &sec) == 0)
-		rc = cfi_try(t, &sec, 0, max);
-	munmap(p, size);
-	return rc;
-}
-
-/*
- * Reads the CFI of an ELF image: .eh_frame (from the section headers, or
- * PT_GNU_EH_FRAME without them), else .debug_frame, of the image or else
- * of its separate debug file. A section of more than max bytes is left
- * alone: NULL, errno EFBIG.
- */
-static struct cfi_table *
-cfi_image(const uint8_t *base, size_t size, int from_file, size_t max,
-    char **cause)
-{
-	struct cfi_table *t;
-	struct cfi_sec sec, eh;
-	char id[129];
-	int rc = 0;
-
-	if (cfi_ehdr(base, size, cause) != 0)
-		return NULL;
-	t = xcalloc(1, sizeof *t);
-	cfi_phdrs(t, base, size, id, &eh);
-	if (cfi_find_section(base, size, ".eh_frame", &sec) == 0)
-		rc = cfi_try(t, &sec, 1, max);
-	else if (eh.p != NULL)
-		rc = cfi_try(t, &eh, 1, max);
-	if (rc == 0 && t->n == 0 &&
-	    cfi_find_section(base, size, ".debug_frame", &sec) == 0)
-		rc = cfi_try(t, &sec, 0, max);
-	if (rc == 0 && t->n == 0 && from_file)
-		rc = cfi_debug_file(t, id, max);
-	if (rc != 0) {
-		cfi_free(t);
-		xcause(cause, "call-frame information larger than %zu bytes",
-		    max);
-		errno = EFBIG;
-		return NULL;
-	}
-	return t;
-}
-
-/* Opens an ELF file and reads its CFI (the file is not kept mapped). */
-struct cfi_table *
-cfi_open(const char *path, size_t max, char **cause)
-{
-	struct cfi_table *t;
-	size_t size;
-	void *p;
-	int saved;
-
-	if ((p = cfi_map_file(path, &size, cause)) == NULL)
-		return NULL;
-	t = cfi_image(p, size, 1, max, cause);
-	saved = errno;
-	munmap(p, size);
-	errno = saved;
-	return t;
-}
-
-/* Reads the CFI of an in-memory image (the vDSO). */
-struct cfi_table *
-cfi_open_mem(const void *image, size_t size, char **cause)
-{
-	return cfi_image(image, size, 0, SIZE_MAX, cause);
+	enc = (int)cfi_u8(&r);
+	cfi_u8(&r);
+	cfi_u8(&r);
+	*out = cfi_ptr(&r, enc, &sec);
+	return r.ok ? 0 : -1;
 }
 
 /* Frees a table. */

@@ -1,6 +1,7 @@
 /*
  * Call-frame information of one ELF object (.eh_frame, or .debug_frame
- * when there is no .eh_frame), flattened outside the signal handler into
+ * when there is no .eh_frame; cfi_elf.h finds them), flattened outside
+ * the signal handler into
  * a table sorted by pc that the handler can binary-search (unwind.c).
  * The rules are the x86-64 ones: CFA from rsp or rbp, where the caller's
  * rbp was saved, the return address at CFA - 8.
@@ -56,17 +57,6 @@ struct cfi_table {
 	int			 debug_frame;	/* rows came from .debug_frame */
 };
 
-/*
- * Reads the CFI of the ELF file at path (its .eh_frame; else its
- * .debug_frame, else that of /usr/lib/debug/.build-id/xx/yyyy.debug).
- * Returns NULL with *cause set when the file cannot be read, or with
- * errno EFBIG when the section to parse is larger than max bytes (the
- * caller's time budget); a file without CFI gives a table with no rows.
- */
-struct cfi_table	*cfi_open(const char *path, size_t max, char **cause);
-/* The same from an ELF image in memory (the vDSO); not kept. */
-struct cfi_table	*cfi_open_mem(const void *image, size_t size,
-			    char **cause);
 void			 cfi_free(struct cfi_table *);
 
 /*
@@ -83,10 +73,19 @@ int			 cfi_offset_to_vaddr(const struct cfi_table *,
 const struct cfi_row	*cfi_find(const struct cfi_table *, uint64_t vaddr);
 
 /*
- * A table from one raw section (tests): .eh_frame when is_eh, else
- * .debug_frame, whose first byte has link address vaddr.
+ * Parses one section into t (which has no rows yet): .eh_frame when
+ * is_eh, else .debug_frame, whose first byte has link address vaddr.
  */
+void			 cfi_parse(struct cfi_table *t, const uint8_t *sec,
+			    size_t size, uint64_t vaddr, int is_eh);
+/* A new table from one raw section (tests). */
 struct cfi_table	*cfi_from_section(const uint8_t *sec, size_t size,
 			    uint64_t vaddr, int is_eh);
+/*
+ * The link address of .eh_frame named by an .eh_frame_hdr at vaddr.
+ * Returns 0 and sets *out, or -1.
+ */
+int			 cfi_hdr_eh_frame(const uint8_t *hdr, size_t size,
+			    uint64_t vaddr, uint64_t *out);
 
 #endif

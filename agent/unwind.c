@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "agent/cfi.h"
+#include "agent/cfi_elf.h"
 #include "agent/maps.h"
 #include "agent/unwind.h"
 #include "common/xmalloc.h"
@@ -484,9 +485,9 @@ unwind_load(struct unwind_file *f, const struct maps_entry *e)
 	allowed = allowed > unwind_spent_ns ? allowed - unwind_spent_ns : 0;
 	t0 = unwind_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (strcmp(f->path, "[vdso]") == 0)
-		f->cfi = cfi_open_mem((const void *)(uintptr_t)e->start,
+		f->cfi = cfi_elf_open_mem((const void *)(uintptr_t)e->start,
 		    (size_t)(e->limit - e->start), NULL);
-	else if ((f->cfi = cfi_open(f->path, (size_t)(allowed /
+	else if ((f->cfi = cfi_elf_open(f->path, (size_t)(allowed /
 	    UNWIND_NS_PER_BYTE), NULL)) == NULL && errno == EFBIG) {
 		unwind_deferred++;
 		f->wanted = 1;

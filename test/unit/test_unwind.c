@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/cfi.h"
+#include "agent/cfi_elf.h"
 #include "agent/maps.h"
 #include "agent/symtab.h"
 #include "agent/unwind.h"
@@ -193,7 +194,7 @@ test_parse_real(void)
 	int entry_ok = 1, inside_ok = 1;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t = cfi_open(LIBC, SIZE_MAX, &cause);
+	t = cfi_elf_open(LIBC, SIZE_MAX, &cause);
 	ok(t != NULL, "libc's CFI read (%s)", cause ? cause : "ok");
 	if (t == NULL)
 		return;
@@ -234,7 +235,7 @@ test_parse_real(void)
 	cfi_free(t);
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t = cfi_open(PYTHON, SIZE_MAX, &cause);
+	t = cfi_elf_open(PYTHON, SIZE_MAX, &cause);
 	ok(t != NULL, "python3.11's CFI read");
 	if (t == NULL)
 		return;
@@ -256,7 +257,7 @@ test_parse_real(void)
 	    "python3.11: the .plt rule and _start's undefined RA");
 	cfi_free(t);
 
-	t = cfi_open("/etc/hostname", SIZE_MAX, &cause);
+	t = cfi_elf_open("/etc/hostname", SIZE_MAX, &cause);
 	ok(t == NULL, "a non-ELF file is refused");
 	free(cause);
 }
