@@ -318,7 +318,7 @@ unwind_walk_space(struct unwind_space *s, struct unwind_mem *mem,
     int *frame0_cfi)
 {
 	struct unwind_frame f = { regs->pc, regs->sp, regs->fp, 1 };
-	struct unwind_map *m;
+	struct unwind_map *m = NULL;
 	const struct cfi_row *row;
 	uintptr_t ra, look, prev;
 	uint32_t n = 0;
@@ -330,7 +330,8 @@ unwind_walk_space(struct unwind_space *s, struct unwind_mem *mem,
 	pcs[n++] = f.pc;
 	while (n < max) {
 		look = n == 1 ? f.pc : f.pc - 1;
-		if ((m = unwind_find(s, look)) == NULL) {
+		/* A caller's mapping was found when its address was checked. */
+		if (n == 1 && (m = unwind_find(s, look)) == NULL) {
 			atomic_fetch_add_explicit(&unwind_misses, 1,
 			    memory_order_relaxed);
 			break;
@@ -361,7 +362,7 @@ unwind_walk_space(struct unwind_space *s, struct unwind_mem *mem,
 		if (f.sp <= prev || f.sp - regs->sp > UNWIND_STACK_SPAN ||
 		    ra < UNWIND_PAGE)
 			break;
-		if (unwind_find(s, ra - 1) == NULL) {
+		if ((m = unwind_find(s, ra - 1)) == NULL) {
 			atomic_fetch_add_explicit(&unwind_misses, 1,
 			    memory_order_relaxed);
 			break;
