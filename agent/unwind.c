@@ -98,6 +98,8 @@ static struct timespec		 unwind_maps_when;
 static uint64_t			 unwind_snapshots;
 static uint64_t			 unwind_seen_misses;
 static uint64_t			 unwind_spent_ns;	/* parsing so far */
+static uint64_t			 unwind_free_ns = UNWIND_FREE_NS;
+static unsigned			 unwind_pct = UNWIND_BUDGET_PCT;
 static uint64_t			 unwind_deferred;	/* over budget */
 static pthread_once_t		 unwind_once = PTHREAD_ONCE_INIT;
 
@@ -481,8 +483,8 @@ unwind_load(struct unwind_file *f, const struct maps_entry *e)
 	uint64_t allowed, t0;
 
 #if defined(__x86_64__)
-	allowed = UNWIND_FREE_NS + unwind_cpu_ns(CLOCK_PROCESS_CPUTIME_ID) /
-	    100 * UNWIND_BUDGET_PCT;
+	allowed = unwind_free_ns + unwind_cpu_ns(CLOCK_PROCESS_CPUTIME_ID) /
+	    100 * unwind_pct;
 	allowed = allowed > unwind_spent_ns ? allowed - unwind_spent_ns : 0;
 	t0 = unwind_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (strcmp(f->path, "[vdso]") == 0)
@@ -629,6 +631,14 @@ unwind_refresh(void)
 		}
 	}
 	unwind_reclaim();
+}
+
+/* Sets the parsing budget (tests; agent thread). */
+void
+unwind_set_budget(uint64_t free_ns, unsigned pct)
+{
+	unwind_free_ns = free_ns;
+	unwind_pct = pct;
 }
 
 /* Counters. */

@@ -49,5 +49,10 @@ struct unwind_stats {
 
 /* Counters (agent thread or tests). */
 void		unwind_get_stats(struct unwind_stats *);
+/*
+ * Sets the table parsing budget: free_ns plus pct percent of the
+ * process's CPU time (default 1 ms + 2%; tests).
+ */
+void		unwind_set_budget(uint64_t free_ns, unsigned pct);
 
 #endif

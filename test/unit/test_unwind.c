@@ -438,14 +438,16 @@ test_walk(void)
 	    "test_walk, main");
 	ok(test_link == 0, "frame 0 had CFI: no leaf repair needed");
 	/*
-	 * libc's table (about 3.8 ms of parsing by its size) is over the
-	 * budget while this process has used little CPU: put off, then
-	 * loaded once the process has run 250 ms more.
+	 * libc's table (about 2.3 ms of parsing by its size) is put off
+	 * while over the budget (none here), then loaded under the default
+	 * budget once the process has used 250 ms more CPU (1 ms + 2%).
 	 */
+	unwind_set_budget(0, 0);
 	unwind_refresh();
 	unwind_get_stats(&st);
 	ok(st.deferred >= 1 && st.tables == 1,
 	    "libc's table is put off while over the parsing budget");
+	unwind_set_budget(1000000, 2);
 	test_burn(250);
 	unwind_refresh();
 	test_sample();
