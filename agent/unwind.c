@@ -549,6 +549,46 @@ unwind_space_new(void)
 	return s;
 }
 
+/* Whether a handler flagged mapping m as wanting its table. */
+static int
+unwind_wanted(struct unwind_map *m)
+{
+	return m->lazy && !m->file->loaded &&
+	    atomic_load_explicit(&m->miss, memory_order_relaxed) != 0;
+}
+
+/*
+ * Loads the tables handlers flagged in snapshot cur, and with them libc's
+ * (the mapping holding exit()): libc holds the outermost frames of every
+ * thread (__libc_start_call_main, start_thread), which a walk reaches only
+ * once the objects above them have tables, a drain tick later. Returns the
+ * number of tables loaded.
+ */
+static int
+unwind_load_wanted(struct unwind_space *cur)
+{
+	struct unwind_map *m, *libc = unwind_find(cur, (uintptr_t)&exit);
+	const struct maps_entry *e;
+	size_t i;
+	int any = 0, loaded = 0;
+
+	for (i = 0; i < cur->n && !any; i++)
+		any = unwind_wanted(&cur->v[i]);
+	for (i = 0; any && i < cur->n; i++) {
+		m = &cur->v[i];
+		if (!unwind_wanted(m) && (m != libc || !m->lazy ||
+		    m->file->loaded))
+			continue;
+		/* The entry of the same mapping in unwind_maps. */
+		e = maps_find(&unwind_maps, m->start);
+		if (e == NULL || e->start != m->start)
+			continue;
+		unwind_load(m->file, e);
+		loaded += m->file->loaded;
+	}
+	return loaded;
+}
+
 /* Frees retired snapshots once no handler is in flight. */
 static void
 unwind_reclaim(void)
@@ -585,11 +625,9 @@ void
 unwind_refresh(void)
 {
 	struct unwind_space *cur, *s;
-	const struct maps_entry *e;
 	struct timespec now;
 	struct maps fresh;
 	uint64_t misses;
-	size_t i;
 	int publish = 0, reread;
 
 	pthread_once(&unwind_once, unwind_hooks_once);
@@ -608,19 +646,9 @@ unwind_refresh(void)
 		} else
 			maps_clear(&fresh);
 	}
-	for (i = 0; cur != NULL && !atomic_load(&unwind_exiting) &&
-	    i < cur->n; i++) {
-		if (!cur->v[i].lazy || cur->v[i].file->loaded ||
-		    atomic_load_explicit(&cur->v[i].miss,
-		    memory_order_relaxed) == 0)
-			continue;
-		/* The entry of the same mapping in unwind_maps. */
-		e = maps_find(&unwind_maps, cur->v[i].start);
-		if (e == NULL || e->start != cur->v[i].start)
-			continue;
-		unwind_load(cur->v[i].file, e);
+	if (cur != NULL && !atomic_load(&unwind_exiting) &&
+	    unwind_load_wanted(cur) > 0)
 		publish = 1;
-	}
 	if (publish) {
 		s = unwind_space_new();
 		cur = atomic_exchange(&unwind_current, s);

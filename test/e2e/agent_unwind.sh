@@ -7,8 +7,9 @@
 # loads the tables, agent/README.md) at least 90% of the samples reach
 # __libc_start_main (unwound through the program's own frames down to
 # libc's start code), over the whole run at least 75%; the median depth
-# is within 20% of perf's (else at least 8 frames for python), and every
-# location's address lies inside its mapping (no garbage frame).
+# is within 20% of perf's median or upper quartile (else at least 8
+# frames for python), and every location's address lies inside its
+# mapping (no garbage frame).
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 
 B=${top_builddir:-.}
@@ -36,11 +37,16 @@ fi
 # the profiles after the first (the first window holds the samples taken
 # before the objects' tables were loaded: agent/README.md), the median
 # depth, locations outside their mapping, the median depth of perf's
-# samples of the same run (user frames; 0 without perf) and the percentage
-# reaching __libc_start_main in the first profile.
+# samples of the same run (user frames; 0 without perf), the percentage
+# reaching __libc_start_main in the first profile, and the upper quartile
+# of perf's depths: perf's own unwinding sometimes stops early (at
+# __libc_start_call_main in 10-50% of python3.11's samples, run to run),
+# which only ever shortens its stacks and moves its median.
 summarize() {
 	local dir=$1 ps=${2:-} f
-	for f in $(ls "$dir"/*.pb.gz | sort -t- -k4n); do
+	# in window order: SERVICE-cpu-PID-N.pb.gz
+	for f in $(ls "$dir"/*.pb.gz | awk -F- '{ print $NF " " $0 }' |
+	    sort -n | cut -d' ' -f2-); do
 		echo "=== $f"
 		go tool pprof -raw "$f" 2>/dev/null
 	done >"$T_TMP/raw.txt"
@@ -102,8 +108,10 @@ for line in open(sys.argv[2]) if sys.argv[2] else []:
         continue
     last = a; n += 1
 if n is not None: pd.append(n)
+pd.sort()
+pq3 = pd[len(pd) * 3 // 4] if pd else 0
 print(tot[0], tot[1], steady[0], steady[1], median(depths), bad, median(pd),
-      first if first is not None else 0)
+      first if first is not None else 0, pq3)
 EOF
 }
 
@@ -134,12 +142,12 @@ run() {
 
 # verdicts NAME MINDEPTH: the checks on SUM.
 verdicts() {
-	local name=$1 min=$2 n reach sn sreach med bad pmed first
-	read -r n reach sn sreach med bad pmed first <<<"$SUM"
+	local name=$1 min=$2 n reach sn sreach med bad pmed first pq3 q
+	read -r n reach sn sreach med bad pmed first pq3 <<<"$SUM"
 	diag "$name: $n samples, $reach reach __libc_start_main; after the" \
 	    "first window $sreach of $sn; first window alone ${first}%;" \
-	    "median depth $med, perf's $pmed; $bad locations outside" \
-	    "their mapping"
+	    "median depth $med, perf's median $pmed (upper quartile" \
+	    "${pq3:-0}); $bad locations outside their mapping"
 	is "$RC/$(wc -c <"$T_TMP/$name.err")" "0/0" "$name: exits 0, quietly"
 	check "$name: profiles with samples ($n)" test "${n:-0}" -ge 300
 	check "$name: after the first window >= 90% of samples reach __libc_start_main ($sreach of $sn)" \
@@ -147,9 +155,12 @@ verdicts() {
 	check "$name: over the whole run >= 75% do ($reach of $n)" \
 	    test "$((reach * 4))" -ge "$((n * 3))"
 	if [ "${pmed:-0}" -gt 0 ]; then
-		check "$name: median depth $med within 20% of perf's $pmed" \
-		    test "$((med * 5))" -ge "$((pmed * 4))" -a \
-		    "$((med * 5))" -le "$((pmed * 6))"
+		# within 20% of perf's median, or of its upper quartile
+		q=$pmed
+		[ "$((med * 5))" -le "$((q * 6))" ] || q=$pq3
+		check "$name: median depth $med within 20% of perf's ($pmed, upper quartile $pq3)" \
+		    test "$((med * 5))" -ge "$((q * 4))" -a \
+		    "$((med * 5))" -le "$((q * 6))"
 	else
 		check "$name: median depth $med >= $min" test "${med:-0}" -ge "$min"
 	fi
