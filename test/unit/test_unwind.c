@@ -296,6 +296,7 @@ static __attribute__((noipa)) unsigned long
 test_leaf(unsigned long x)
 {
 	__asm__ volatile("xor %%ebp, %%ebp" ::: "rbp");
+	atomic_store(&test_phase, 1);	/* signals may come now */
 	while (atomic_load_explicit(&test_phase, memory_order_relaxed) == 1)
 		x = x * 6364136223846793005UL + 1;
 	return x;
@@ -323,8 +324,9 @@ test_kicker(void *arg)
 {
 	pthread_t main_thread = *(pthread_t *)arg;
 
-	while (atomic_load(&test_phase) == 1) {
-		pthread_kill(main_thread, SIGUSR2);
+	while (atomic_load(&test_phase) != 2) {
+		if (atomic_load(&test_phase) == 1)
+			pthread_kill(main_thread, SIGUSR2);
 		usleep(2000);
 	}
 	return NULL;
@@ -336,7 +338,7 @@ test_sample(void)
 {
 	pthread_t self = pthread_self(), kicker;
 
-	atomic_store(&test_phase, 1);
+	atomic_store(&test_phase, 0);
 	pthread_create(&kicker, NULL, test_kicker, &self);
 	test_sink += test_top(test_sink);
 	pthread_join(kicker, NULL);
