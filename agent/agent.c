@@ -43,6 +43,7 @@
 #include "agent/profd_agent.h"
 #include "agent/sampler.h"
 #include "agent/stacks.h"
+#include "agent/unwind.h"
 #include "agent/upload.h"
 #include "common/xmalloc.h"
 
@@ -134,6 +135,7 @@ agent_drain(struct agent *a)
 {
 	struct sampler_stack st;
 
+	unwind_refresh();
 	while (sampler_pop(&st)) {
 		st.n = build_fix_leaf(a->build, st.pcs, st.n,
 		    SAMPLER_MAX_FRAMES, st.link);

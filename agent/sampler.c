@@ -3,16 +3,11 @@
  * and the kernel delivers SIGPROF to the thread that was running, so one
  * timer covers every thread, including ones created later.
  *
- * The handler is async-signal-safe: no malloc, no locks, no stdio. It walks
- * frame pointers from the interrupted context (chosen over backtrace():
- * libgcc's unwinder may take the loader lock and allocate on first use, and
- * the walk is a few loads per frame, which keeps overhead far under 1%).
- * Every frame record is bounds-checked (aligned, strictly above the
- * previous one, within 64 MiB of the stack pointer) and each stack page is
- * proven readable with process_vm_readv(2) on our own pid before it is
- * read directly, so a garbage frame pointer from code built without frame
- * pointers ends the walk instead of faulting. Proven pages are cached per
- * thread (sampler_proven), so in steady state a sample makes no syscall.
+ * The handler is async-signal-safe: no malloc, no locks, no stdio. It
+ * walks the interrupted context with unwind_walk() (call-frame information
+ * tables prepared by the agent thread, frame pointers where there are
+ * none; chosen over backtrace(): libgcc's unwinder may take the loader
+ * lock and allocate on first use).
  *
  * The timer is set only through a gate shared with the exec wrappers
  * (exec.c): an exec disarms it and the image must not get it back armed
@@ -31,17 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
-#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "agent/sampler.h"
+#include "agent/unwind.h"
 #include "common/xmalloc.h"
-
-#define SAMPLER_STACK_SPAN	(64UL << 20)
-#define SAMPLER_PAGE		4096UL
 
 struct sampler_slot {
 	_Atomic size_t		seq;
@@ -54,7 +45,6 @@ static _Atomic size_t		 ring_head;	/* next slot to fill */
 static size_t			 ring_tail;	/* next slot to read (consumer) */
 static _Atomic uint64_t		 ring_drops;
 static _Atomic int		 sampler_on;
-static int			 safe_reads;	/* process_vm_readv works */
 static pid_t			 self_pid;
 static int			 installed;
 static struct sigaction		 old_action;
@@ -70,114 +60,6 @@ static struct sigaction		 old_action;
 static _Atomic int		 gate;
 static _Atomic long		 want_usec;
 
-/* Reads 16 bytes at addr through the kernel; 0 if readable. */
-static int
-sampler_safe_read(uintptr_t addr, uintptr_t out[2])
-{
-	struct iovec local = { out, 2 * sizeof(uintptr_t) };
-	struct iovec remote = { (void *)addr, 2 * sizeof(uintptr_t) };
-
-	if (syscall(SYS_process_vm_readv, self_pid, &local, 1, &remote, 1,
-	    0) != (long)(2 * sizeof(uintptr_t)))
-		return -1;
-	return 0;
-}
-
-/*
- * Stack memory this thread has proven readable: [lo, hi), contiguous, and
- * holding the stack pointer of the sample that proved it. initial-exec TLS
- * is a plain %fs-relative access, async-signal-safe (no allocation on
- * first use). A thread's stack stays mapped while the thread runs on it
- * and the main stack only grows, so while a sample's sp lies in the range,
- * the range (which the walk only reads at or above sp) is still readable;
- * a sample whose sp lies elsewhere (another stack: sigaltstack, a
- * coroutine) starts the range afresh. New threads start empty (TLS is
- * zeroed at creation), and a fork child keeps its copied stack.
- */
-struct sampler_range {
-	uintptr_t	lo, hi;
-};
-static __thread struct sampler_range sampler_proven
-    __attribute__((tls_model("initial-exec")));
-
-/* The page-aligned span of the 16-byte record at addr. */
-static void
-sampler_record_pages(uintptr_t addr, struct sampler_range *r)
-{
-	r->lo = addr & ~(SAMPLER_PAGE - 1);
-	r->hi = (addr + 2 * sizeof(uintptr_t) + SAMPLER_PAGE - 1) &
-	    ~(SAMPLER_PAGE - 1);
-}
-
-/* Whether the 16-byte record at addr lies in r. */
-static int
-sampler_in_range(const struct sampler_range *r, uintptr_t addr)
-{
-	return addr >= r->lo && addr + 2 * sizeof(uintptr_t) <= r->hi;
-}
-
-/*
- * Walks frame records [fp] = caller's fp, [fp+8] = return address. keep
- * is readable memory holding sp; it grows by records proven next to it
- * (what the caller may cache for the thread). Records further away are
- * proven once and remembered in a scratch range for this walk only.
- */
-__attribute__((no_sanitize("address")))
-static uint32_t
-sampler_walk_from(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *pcs,
-    uint32_t max, struct sampler_range *keep)
-{
-	struct sampler_range other = { 1, 0 }, rec_pages;
-	uintptr_t rec[2];
-	uint32_t n = 0;
-
-	if (max == 0)
-		return 0;
-	pcs[n++] = pc;
-	while (n < max) {
-		if (fp == 0 || (fp & (sizeof(uintptr_t) - 1)) != 0 ||
-		    fp < sp || fp - sp > SAMPLER_STACK_SPAN ||
-		    fp > UINTPTR_MAX - 2 * sizeof(uintptr_t))
-			break;
-		if (sampler_in_range(keep, fp) ||
-		    sampler_in_range(&other, fp)) {
-			rec[0] = ((const uintptr_t *)fp)[0];
-			rec[1] = ((const uintptr_t *)fp)[1];
-		} else {
-			if (!safe_reads || sampler_safe_read(fp, rec) != 0)
-				break;
-			/* The record's pages are mapped; remember them. */
-			sampler_record_pages(fp, &rec_pages);
-			if (keep->lo < keep->hi && rec_pages.lo <= keep->hi &&
-			    rec_pages.hi >= keep->lo) {
-				if (rec_pages.hi > keep->hi)
-					keep->hi = rec_pages.hi;
-				if (rec_pages.lo < keep->lo)
-					keep->lo = rec_pages.lo;
-			} else
-				other = rec_pages;
-		}
-		if (rec[1] < SAMPLER_PAGE)
-			break;
-		pcs[n++] = rec[1];
-		if (rec[0] <= fp)
-			break;
-		sp = fp;
-		fp = rec[0];
-	}
-	return n;
-}
-
-/* Walks from a context with nothing known to be readable yet. */
-uint32_t
-sampler_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *pcs,
-    uint32_t max)
-{
-	struct sampler_range none = { 1, 0 };
-
-	return sampler_walk_from(pc, fp, sp, pcs, max, &none);
-}
-
 /* The SIGPROF handler: claim a slot, walk, publish. */
 __attribute__((no_sanitize("address")))
 static void
@@ -185,8 +67,8 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	struct sampler_slot *slot;
-	struct sampler_range keep, rec_pages;
-	uintptr_t pc, fp, sp, link = 0, rec[2];
+	struct unwind_regs regs;
+	uintptr_t link = 0;
 	size_t pos, seq;
 	int saved_errno = errno;
 
@@ -196,40 +78,18 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 	    ring == NULL)
 		goto out;
 #if defined(__x86_64__)
-	pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-	fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
-	sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+	regs.pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	regs.fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+	regs.sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
 #elif defined(__aarch64__)
-	pc = (uintptr_t)uc->uc_mcontext.pc;
-	fp = (uintptr_t)uc->uc_mcontext.regs[29];
-	sp = (uintptr_t)uc->uc_mcontext.sp;
+	regs.pc = (uintptr_t)uc->uc_mcontext.pc;
+	regs.fp = (uintptr_t)uc->uc_mcontext.regs[29];
+	regs.sp = (uintptr_t)uc->uc_mcontext.sp;
 	link = (uintptr_t)uc->uc_mcontext.regs[30];
 #else
-	pc = fp = sp = 0;
 	(void)uc;
-	(void)rec;
-	(void)keep;
-	(void)rec_pages;
+	(void)regs;
 	goto out;
-#endif
-	/* Trust this thread's proven range only while sp is inside it. */
-	keep = sampler_proven;
-	if (sp < keep.lo || sp >= keep.hi) {
-		keep.lo = 1;
-		keep.hi = 0;
-	}
-	if ((sp & 7) == 0 && !sampler_in_range(&keep, sp) && safe_reads &&
-	    sp <= UINTPTR_MAX - 2 * sizeof(uintptr_t) &&
-	    sampler_safe_read(sp, rec) == 0) {
-		sampler_record_pages(sp, &rec_pages);
-		if (keep.lo < keep.hi && rec_pages.lo <= keep.hi)
-			keep.hi = rec_pages.hi;	/* sp's page is in keep */
-		else
-			keep = rec_pages;
-	}
-#if defined(__x86_64__)
-	if ((sp & 7) == 0 && sampler_in_range(&keep, sp))
-		link = ((const uintptr_t *)sp)[0];
 #endif
 	pos = atomic_load_explicit(&ring_head, memory_order_relaxed);
 	for (;;) {
@@ -243,17 +103,15 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 		} else if ((intptr_t)(seq - pos) < 0) {
 			atomic_fetch_add_explicit(&ring_drops, 1,
 			    memory_order_relaxed);
-			goto save;
+			goto out;
 		} else
 			pos = atomic_load_explicit(&ring_head,
 			    memory_order_relaxed);
 	}
+	slot->st.n = unwind_walk(&regs, slot->st.pcs, SAMPLER_MAX_FRAMES,
+	    &link);
 	slot->st.link = link;
-	slot->st.n = sampler_walk_from(pc, fp, sp, slot->st.pcs,
-	    SAMPLER_MAX_FRAMES, &keep);
 	atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
-save:
-	sampler_proven = keep;
 out:
 	errno = saved_errno;
 }
@@ -264,7 +122,6 @@ sampler_init(size_t slots, char **cause)
 {
 	struct sigaction sa, cur;
 	struct itimerval it;
-	uintptr_t probe[2] = { 1, 2 }, got[2];
 	size_t i;
 	int inherited = 0;
 
@@ -299,8 +156,6 @@ sampler_init(size_t slots, char **cause)
 	self_pid = getpid();
 	atomic_store(&gate, 0);
 	atomic_store(&want_usec, 0);
-	safe_reads = sampler_safe_read((uintptr_t)probe, got) == 0 &&
-	    got[0] == 1 && got[1] == 2;
 
 	/* The ring is never unmapped: a late signal may still write it. */
 	if (ring != NULL && ring_mask + 1 != slots)

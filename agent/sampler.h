@@ -1,6 +1,6 @@
 /*
  * SIGPROF sampler: an async-signal-safe handler that walks the interrupted
- * thread's frame pointers into a preallocated lock-free ring, drained by
+ * thread's stack (unwind.h) into a preallocated lock-free ring, drained by
  * the agent thread.
  */
 #ifndef PROFD_AGENT_SAMPLER_H
@@ -54,9 +54,5 @@ void		sampler_forget(void);
  */
 int		sampler_exec_enter(void);
 void		sampler_exec_leave(int token);
-
-/* Exposed for tests: walks the caller's own frames. */
-uint32_t	sampler_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp,
-		    uintptr_t *pcs, uint32_t max);
 
 #endif

@@ -26,6 +26,7 @@
 #include "agent/settings.h"
 #include "agent/stacks.h"
 #include "agent/symtab.h"
+#include "agent/unwind.h"
 #include "agent/upload.h"
 #include "common/xmalloc.h"
 #include "test/lib/tap.h"
@@ -159,19 +160,31 @@ test_symbols(void)
 	maps_clear(&m);
 }
 
+/* A frame-pointer walk: this binary's table is not loaded yet. */
+static uint32_t
+test_fp_walk(uintptr_t fp, uintptr_t sp, uintptr_t *pcs)
+{
+	struct unwind_regs r = { (uintptr_t)test_spin, sp, fp };
+	uintptr_t link = 0;
+
+	return unwind_walk(&r, pcs, 8, &link);
+}
+
 static void
 test_walk(void)
 {
 	uintptr_t pcs[8], sp = (uintptr_t)&pcs;
 
-	ok(sampler_walk(0x1234, sp + (48UL << 20), sp, pcs, 8) == 1,
+	unwind_refresh();
+	ok(test_fp_walk(sp + (48UL << 20), sp, pcs) == 1,
 	    "walk stops at a frame pointer into unmapped memory");
-	ok(sampler_walk(0x1234, sp - 64, sp, pcs, 8) == 1,
+	ok(test_fp_walk(sp - 64, sp, pcs) == 1,
 	    "walk stops at a frame pointer below the stack pointer");
-	ok(sampler_walk(0x1234, sp + 3, sp, pcs, 8) == 1,
+	ok(test_fp_walk(sp + 3, sp, pcs) == 1,
 	    "walk stops at a misaligned frame pointer");
-	ok(sampler_walk(0x1234, (uintptr_t)__builtin_frame_address(0), sp,
-	    pcs, 8) >= 2, "walk follows real frames");
+	ok(test_fp_walk((uintptr_t)__builtin_frame_address(0), sp,
+	    pcs) >= 2, "walk follows real frames");
+	unwind_refresh();	/* loads this binary's table (it had misses) */
 }
 
 static void
