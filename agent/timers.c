@@ -45,7 +45,12 @@
 #define TIMERS_HASH		(2 * TIMERS_MAX)
 #define TIMERS_GATE_ARMING	(1 << 30)
 #define TIMERS_GATE_SPINS	100000
-#define TIMERS_SLACK		2	/* expiries still in flight */
+/*
+ * Expiries that may still be in flight when a thread is looked at: the
+ * kernel checks CPU timers on its tick (100 Hz at least), so up to 10 ms
+ * of expiries can be due and not yet sent, plus one being delivered.
+ */
+#define TIMERS_SLACK_NS		10000000L
 
 struct timers_slot {
 	_Atomic int		tid;		/* 0: free */
@@ -228,13 +233,13 @@ static void
 timers_account(struct timers_slot *s)
 {
 	int64_t now = timers_now(s->clock);
-	uint64_t due, got, lost;
+	uint64_t due, got, lost, slack = 1 + TIMERS_SLACK_NS / period_ns;
 
 	if (now < 0 || now < s->cpu0)
 		return;
 	due = (uint64_t)((now - s->cpu0) / period_ns);
 	got = atomic_load(&s->got);
-	lost = due > got + TIMERS_SLACK ? due - got - TIMERS_SLACK : 0;
+	lost = due > got + slack ? due - got - slack : 0;
 	if (lost > s->lost) {
 		atomic_fetch_add(&lost_total, lost - s->lost);
 		s->lost = lost;
