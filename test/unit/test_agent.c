@@ -431,6 +431,8 @@ test_settings(void)
 	ok(settings_from_env(&in, &cause) == -1 && cause != NULL &&
 	    strstr(cause, "PROFD_SIGNAL") != NULL,
 	    "PROFD_SIGNAL=27 (SIGPROF) refused: %s", cause ? cause : "?");
+	free(cause);
+	cause = NULL;
 	unsetenv("PROFD_SIGNAL");
 	unsetenv("PROFD_SERVICE");
 	ok(settings_from_env(&in, &cause) == 0, "no PROFD_SERVICE: agent off");
