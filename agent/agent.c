@@ -4,7 +4,7 @@
  *
  * The agent thread owns a private libevent base (no evthread setup, so the
  * host program's own libevent use is untouched) and everything that may
- * block or allocate: it drains the SIGPROF ring (every 100 ms to 1 s,
+ * block or allocate: it drains the sampler's ring (every 100 ms to 1 s,
  * a quarter of the time the ring takes to fill at worst) into a stack
  * table, ends a window with sampler_stop(), builds and gzips the profile,
  * and hands it to the uploader. Other threads talk to it through a pipe.
@@ -16,10 +16,11 @@
  * timer is never disarmed and each window is cut in place.
  *
  * fork(): timers are not inherited, and the agent thread does not exist in
- * the child, so the child's agent is turned off (pthread_atfork child
- * handler forgets the parent's state without touching it); the child may
- * call profd_agent_start() again. exec'd programs get a fresh agent from
- * the constructor when PROFD_SERVICE is still in their environment.
+ * the child, so the pthread_atfork child handler forgets the parent's
+ * state without touching it and starts the child's own agent (thread,
+ * timers, ring, uploads) with the parent's settings; the child's
+ * profiles carry its own pid label. exec'd programs get a fresh agent
+ * from the constructor when PROFD_SERVICE is still in their environment.
  *
  * Exit: profd_agent_stop() (also registered with atexit) ends the current
  * window, uploads what is queued for up to 2 s and joins the thread.
@@ -27,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -68,11 +70,12 @@ struct agent {
 	struct build		*build;
 	struct stacks		 stacks;
 	int			 in_window;
-	int			 off;		/* SIGPROF taken over */
+	int			 off;		/* the signal taken over */
 	int			 stopping;
 	struct timespec		 win_mono;	/* window start */
 	int64_t			 win_wall_ns;
 	uint64_t		 win_drops;	/* sampler_drops() at start */
+	uint64_t		 win_lost;	/* sampler_lost() at start */
 	struct timespec		 flush_deadline;
 	uint64_t		 seq;
 	uint64_t		 rng;
@@ -139,7 +142,7 @@ agent_drain(struct agent *a)
 	while (sampler_pop(&st)) {
 		st.n = build_fix_leaf(a->build, st.pcs, st.n,
 		    SAMPLER_MAX_FRAMES, st.link);
-		stacks_add(&a->stacks, st.pcs, st.n, 1);
+		stacks_add(&a->stacks, st.pcs, st.n, st.weight);
 	}
 }
 
@@ -165,13 +168,29 @@ agent_drain_interval(int hz)
 	return ms;
 }
 
-/* Periodic drain while a window is open. */
+/*
+ * Periodic drain while a window is open; also arms new threads and, if
+ * the program has taken the agent's signal, steps aside for good.
+ */
 static void
 agent_drain_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct agent *a = arg;
+
 	(void)fd;
 	(void)what;
-	agent_drain(arg);
+	agent_drain(a);
+	if (a->in_window && sampler_tick() != 0) {
+		if (a->cfg.verbose)
+			agent_say("the program installed its own handler for "
+			    "signal %d; agent stops profiling",
+			    sampler_signal());
+		event_del(a->drain_ev);
+		evtimer_del(a->end_ev);
+		stacks_reset(&a->stacks);
+		a->in_window = 0;
+		a->off = 1;
+	}
 }
 
 /* Writes a profile to the debug output directory. */
@@ -198,7 +217,7 @@ agent_window_end(struct agent *a, int disarm)
 {
 	struct build_window w;
 	struct timespec now;
-	uint64_t drops;
+	uint64_t drops, lost;
 	uint8_t *data = NULL;
 	size_t len = 0;
 	char *cause = NULL;
@@ -213,12 +232,17 @@ agent_window_end(struct agent *a, int disarm)
 	agent_drain(a);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	drops = sampler_drops();
+	lost = sampler_lost();
 	w.time_nanos = a->win_wall_ns;
 	w.duration_nanos = (int64_t)(now.tv_sec - a->win_mono.tv_sec) *
 	    1000000000LL + (now.tv_nsec - a->win_mono.tv_nsec);
 	w.hz = a->cfg.hz;
 	w.drops = drops - a->win_drops;
-	if (build_profile(a->build, &a->stacks, &w, &data, &len, &cause) != 0) {
+	w.lost = lost - a->win_lost;
+	if (a->stacks.total == 0 && w.lost == 0) {
+		/* A window with no samples (and none lost) uploads nothing. */
+	} else if (build_profile(a->build, &a->stacks, &w, &data, &len,
+	    &cause) != 0) {
 		agent_say("cannot build profile: %s", cause);
 		free(cause);
 	} else {
@@ -239,6 +263,7 @@ agent_window_end(struct agent *a, int disarm)
 	a->win_mono = now;
 	a->win_wall_ns += w.duration_nanos;
 	a->win_drops = drops;
+	a->win_lost = lost;
 }
 
 /* Window timer: end the window and schedule (or begin) the next. */
@@ -273,7 +298,7 @@ agent_start_cb(evutil_socket_t fd, short what, void *arg)
 	agent_window_start(arg);
 }
 
-/* Opens a window, unless the program took SIGPROF over. */
+/* Opens a window, unless the program took the agent's signal over. */
 static void
 agent_window_start(struct agent *a)
 {
@@ -284,8 +309,10 @@ agent_window_start(struct agent *a)
 	if (a->stopping || a->off)
 		return;
 	if (!sampler_owns_signal()) {
-		agent_say("the program installed its own SIGPROF handler; "
-		    "agent stops profiling");
+		if (a->cfg.verbose)
+			agent_say("the program installed its own handler for "
+			    "signal %d; agent stops profiling",
+			    sampler_signal());
 		a->off = 1;
 		return;
 	}
@@ -296,6 +323,7 @@ agent_window_start(struct agent *a)
 	clock_gettime(CLOCK_REALTIME, &wall);
 	a->win_wall_ns = (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec;
 	a->win_drops = sampler_drops();
+	a->win_lost = sampler_lost();
 	if (sampler_start(a->cfg.hz, &cause) != 0) {
 		agent_say("%s; agent stops profiling", cause);
 		free(cause);
@@ -360,7 +388,7 @@ agent_main(void *arg)
 
 	/* Sample this thread too: its CPU time is the agent's overhead. */
 	sigemptyset(&set);
-	sigaddset(&set, SIGPROF);
+	sigaddset(&set, a->cfg.signal);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	event_base_dispatch(a->base);
 	return NULL;
@@ -394,17 +422,87 @@ agent_free(struct agent *a)
 	free(a);
 }
 
-/* Fork child: the agent thread does not exist here; forget the parent's. */
+/*
+ * Fork child: the agent thread does not exist here; forget the parent's
+ * agent (its copy is left as is) and start the child's own with the same
+ * settings. Only the thread is started here; it maps the ring and creates
+ * timers at its first window, so a child that execs at once pays for one
+ * pthread_create.
+ */
 static void
 agent_atfork_child(void)
 {
+	struct profd_agent_config cfg;
+	struct agent *parent = agent_current;
+	char *cause = NULL;
+
 	pthread_mutex_init(&agent_mutex, NULL);
-	if (agent_current != NULL) {
-		sampler_forget();
-		close(agent_current->wake[0]);
-		close(agent_current->wake[1]);
-		agent_current = NULL;	/* the parent's copy is left as is */
+	if (parent == NULL)
+		return;
+	sampler_forget();
+	close(parent->wake[0]);
+	close(parent->wake[1]);
+	agent_current = NULL;
+	if (parent->off || parent->stopping)
+		return;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.collector_url = parent->cfg.collector;
+	cfg.no_upload = parent->cfg.collector == NULL;
+	cfg.service = parent->cfg.service;
+	cfg.labels = parent->cfg.labels;
+	cfg.token = parent->cfg.token;
+	cfg.output_dir = parent->cfg.output_dir;
+	cfg.hz = parent->cfg.hz;
+	cfg.window_sec = parent->cfg.window_sec;
+	cfg.period_sec = parent->cfg.period_sec;
+	cfg.queue_max = parent->cfg.queue_max;
+	cfg.verbose = parent->cfg.verbose;
+	cfg.signal = parent->cfg.signal;
+	if (profd_agent_start(&cfg, &cause) != 0) {
+		if (cfg.verbose)
+			agent_say("%s; profiling off in this child", cause);
+		free(cause);
 	}
+}
+
+/*
+ * The labels sent with each profile: the configured ones plus pid and
+ * exe (the executable's base name), unless configured already.
+ */
+static char *
+agent_labels(const char *labels)
+{
+	char exe[PATH_MAX], *base, *p, *out;
+	ssize_t r;
+	int has_pid, has_exe;
+
+	has_pid = labels != NULL && (strncmp(labels, "pid=", 4) == 0 ||
+	    strstr(labels, ",pid=") != NULL);
+	has_exe = labels != NULL && (strncmp(labels, "exe=", 4) == 0 ||
+	    strstr(labels, ",exe=") != NULL);
+	if ((r = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
+		r = 0;
+	exe[r] = '\0';
+	base = strrchr(exe, '/') != NULL ? strrchr(exe, '/') + 1 : exe;
+	if (strlen(base) > 200)
+		base[200] = '\0';
+	for (p = base; *p != '\0'; p++) {
+		if (*p == ',' || *p == '=' || (unsigned char)*p < 0x20)
+			*p = '_';
+	}
+	out = xstrdup(labels != NULL ? labels : "");
+	if (!has_pid) {
+		p = xasprintf("%s%spid=%d", out, *out ? "," : "",
+		    (int)getpid());
+		free(out);
+		out = p;
+	}
+	if (!has_exe && *base != '\0') {
+		p = xasprintf("%s%sexe=%s", out, *out ? "," : "", base);
+		free(out);
+		out = p;
+	}
+	return out;
 }
 
 /* Exit: flush and stop. */
@@ -430,7 +528,7 @@ profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
 	struct timespec now;
 	sigset_t all, old;
 	int64_t delay_ms;
-	char *cause = NULL;
+	char *cause = NULL, *labels;
 	int rc;
 
 	a = xcalloc(1, sizeof *a);
@@ -445,7 +543,7 @@ profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
 		agent_free(a);
 		return xcause(errstr, "the agent is already running");
 	}
-	if (sampler_init(AGENT_RING_SLOTS, &cause) != 0)
+	if (sampler_init(a->cfg.signal, AGENT_RING_SLOTS, &cause) != 0)
 		goto fail;
 	if (pipe2(a->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		xcause(&cause, "pipe: %s", strerror(errno));
@@ -455,10 +553,14 @@ profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
 		xcause(&cause, "event_base_new failed");
 		goto fail_sampler;
 	}
+	labels = agent_labels(a->cfg.labels);
 	if (a->cfg.collector != NULL && (a->up = upload_new(a->base,
-	    a->cfg.collector, a->cfg.service, a->cfg.labels, a->cfg.token,
-	    (size_t)a->cfg.queue_max, a->cfg.verbose, &cause)) == NULL)
+	    a->cfg.collector, a->cfg.service, labels, a->cfg.token,
+	    (size_t)a->cfg.queue_max, a->cfg.verbose, &cause)) == NULL) {
+		free(labels);
 		goto fail_sampler;
+	}
+	free(labels);
 	a->wake_ev = event_new(a->base, a->wake[0], EV_READ | EV_PERSIST,
 	    agent_wake_cb, a);
 	a->start_ev = evtimer_new(a->base, agent_start_cb, a);

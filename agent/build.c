@@ -543,7 +543,8 @@ build_prof_functions(struct build_prof *bp)
 	}
 }
 
-/* Mappings: those in use, the executable first (pprof's mapping 1). */
+/* Mappings: those in use and the executable's, which is first (pprof's
+ * mapping 1). */
 static void
 build_prof_mappings(struct build_prof *bp)
 {
@@ -558,6 +559,13 @@ build_prof_mappings(struct build_prof *bp)
 	for (i = 0; i < bp->nlocs; i++) {
 		if (bp->locs[i].map >= 0)
 			bp->mapid[bp->locs[i].map] = 1;
+	}
+	/* The main executable is always there, sampled or not. */
+	for (i = 0; exe_path != NULL && i < mapsp->n; i++) {
+		if (strcmp(mapsp->v[i].path, exe_path) == 0) {
+			bp->mapid[i] = 1;
+			break;
+		}
 	}
 	bp->mp = xcalloc(n, sizeof *bp->mp);
 	bp->mpp = xcalloc(n, sizeof *bp->mpp);
@@ -655,7 +663,7 @@ build_prof_pack(struct build_prof *bp, const struct build_window *w,
 {
 	Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
 	Perftools__Profiles__ValueType vt[3], *vtp[2];
-	char comment[128];
+	char comment[192];
 	int64_t comment_idx;
 	uint8_t *raw;
 	size_t i, rawlen;
@@ -671,7 +679,8 @@ build_prof_pack(struct build_prof *bp, const struct build_window *w,
 	vtp[0] = &vt[0];
 	vtp[1] = &vt[1];
 	snprintf(comment, sizeof comment, "profd-agent: %d Hz, %" PRIu64
-	    " samples dropped (ring full)", w->hz, w->drops);
+	    " samples dropped (ring full), %" PRIu64 " samples lost (threads "
+	    "blocking the signal)", w->hz, w->drops, w->lost);
 	comment_idx = build_str(&bp->strs, comment);
 
 	p.n_sample_type = 2;

@@ -17,6 +17,8 @@ struct build_window {
 	int64_t		duration_nanos;
 	int		hz;
 	uint64_t	drops;		/* samples lost in this window */
+	uint64_t	lost;		/* samples of threads that block the
+					   agent's signal, lost */
 };
 
 struct build	*build_new(void);

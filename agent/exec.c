@@ -1,12 +1,14 @@
 /*
- * The exec family, interposed. An interval timer survives execve(2) but
- * the SIGPROF handler does not, so a new image that does not load the
- * agent would be killed by the first expiry ("Profiling timer expired").
- * Every wrapper disarms the timer right before the exec and, if the exec
- * fails and returns, re-arms it (sampler_exec_enter/leave). glibc's
- * execv, execvp and execl* reach execve internally, not through the PLT,
- * so each entry point is wrapped: execve, execv, execvp, execvpe, execl,
- * execlp, execle, fexecve and execveat.
+ * The exec family, interposed. execve(2) deletes POSIX timers, but a timer
+ * signal already pending on the exec'ing thread survives it, and in the
+ * new image (handlers reset) the default action of a real-time signal
+ * terminates the program. Every wrapper disarms the calling thread's
+ * timer and takes any pending instance of the signal off the thread right
+ * before the exec, with the signal mask put back as it was, and, if the
+ * exec fails and returns, re-arms the timer (sampler_exec_enter/leave).
+ * glibc's execv, execvp and execl* reach execve internally, not through
+ * the PLT, so each entry point is wrapped: execve, execv, execvp,
+ * execvpe, execl, execlp, execle, fexecve and execveat.
  *
  * Wrappers may run in a child after fork() in a multithreaded program, so
  * they are async-signal-safe: the real functions are looked up once at
@@ -90,76 +92,76 @@ exec_veat(int fd, const char *path, char *const argv[], char *const envp[],
 #endif
 }
 
-/* execve(2) with the profiling timer off. */
+/* execve(2) with the thread's timer off. */
 int
 execve(const char *path, char *const argv[], char *const envp[])
 {
-	int token = sampler_exec_enter(), rc;
+	int slot, token = sampler_exec_enter(&slot), rc;
 
 	rc = exec_ve(path, argv, envp);
-	sampler_exec_leave(token);
+	sampler_exec_leave(token, slot);
 	return rc;
 }
 
-/* execv(3) with the profiling timer off. */
+/* execv(3) with the thread's timer off. */
 int
 execv(const char *path, char *const argv[])
 {
-	int token = sampler_exec_enter(), rc;
+	int slot, token = sampler_exec_enter(&slot), rc;
 
 	rc = exec_ve(path, argv, environ);
-	sampler_exec_leave(token);
+	sampler_exec_leave(token, slot);
 	return rc;
 }
 
-/* execvp(3) with the profiling timer off. */
+/* execvp(3) with the thread's timer off. */
 int
 execvp(const char *file, char *const argv[])
 {
-	int token = sampler_exec_enter(), rc;
+	int slot, token = sampler_exec_enter(&slot), rc;
 
 	if (real_execvp != NULL)
 		rc = real_execvp(file, argv);
 	else
 		rc = exec_vpe(file, argv, environ);
-	sampler_exec_leave(token);
+	sampler_exec_leave(token, slot);
 	return rc;
 }
 
-/* execvpe(3) with the profiling timer off. */
+/* execvpe(3) with the thread's timer off. */
 int
 execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	int token = sampler_exec_enter(), rc;
+	int slot, token = sampler_exec_enter(&slot), rc;
 
 	rc = exec_vpe(file, argv, envp);
-	sampler_exec_leave(token);
+	sampler_exec_leave(token, slot);
 	return rc;
 }
 
-/* fexecve(3) with the profiling timer off. */
+/* fexecve(3) with the thread's timer off. */
 int
 fexecve(int fd, char *const argv[], char *const envp[])
 {
-	int token = sampler_exec_enter(), rc;
+	int slot, token = sampler_exec_enter(&slot), rc;
 
 	if (real_fexecve != NULL)
 		rc = real_fexecve(fd, argv, envp);
 	else
 		rc = exec_veat(fd, "", argv, envp, AT_EMPTY_PATH);
-	sampler_exec_leave(token);
+	sampler_exec_leave(token, slot);
 	return rc;
 }
 
-/* execveat(2) with the profiling timer off. */
+/* execveat(2) with the thread's timer off. */
 int
 execveat(int fd, const char *path, char *const argv[], char *const envp[],
     int flags)
 {
-	int token = sampler_exec_enter(), rc;
+	int slot, token = sampler_exec_enter(&slot), rc;
 
 	rc = exec_veat(fd, path, argv, envp, flags);
-	sampler_exec_leave(token);
+	sampler_exec_leave(token, slot);
 	return rc;
 }
 
@@ -198,7 +200,7 @@ exec_l(enum exec_l_kind kind, const char *path, const char *arg0,
 {
 	char *small[EXEC_STACK_ARGS], **argv = small, *const *envp = NULL;
 	size_t n = 1, i, map_len = 0;
-	int token, rc;
+	int token, slot, rc;
 
 	if (arg0 != NULL)
 		while (va_arg(cp, char *) != NULL)
@@ -222,9 +224,9 @@ exec_l(enum exec_l_kind kind, const char *path, const char *arg0,
 		argv[i] = va_arg(ap, char *);	/* argv[n] is the NULL */
 	if (kind == EXEC_LE)
 		envp = va_arg(ap, char *const *);
-	token = sampler_exec_enter();
+	token = sampler_exec_enter(&slot);
 	rc = exec_l_run(kind, path, argv, envp);
-	sampler_exec_leave(token);
+	sampler_exec_leave(token, slot);
 	if (map_len != 0) {
 		int saved_errno = errno;
 
@@ -234,7 +236,7 @@ exec_l(enum exec_l_kind kind, const char *path, const char *arg0,
 	return rc;
 }
 
-/* execl(3) with the profiling timer off. */
+/* execl(3) with the thread's timer off. */
 int
 execl(const char *path, const char *arg, ...)
 {
@@ -249,7 +251,7 @@ execl(const char *path, const char *arg, ...)
 	return rc;
 }
 
-/* execle(3) with the profiling timer off. */
+/* execle(3) with the thread's timer off. */
 int
 execle(const char *path, const char *arg, ...)
 {
@@ -264,7 +266,7 @@ execle(const char *path, const char *arg, ...)
 	return rc;
 }
 
-/* execlp(3) with the profiling timer off. */
+/* execlp(3) with the thread's timer off. */
 int
 execlp(const char *file, const char *arg, ...)
 {

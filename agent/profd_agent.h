@@ -1,6 +1,7 @@
 /*
  * libprofd-agent: continuous CPU profiling of the process it lives in.
- * Samples all threads with SIGPROF for a window (default 10 s) every period
+ * Samples all threads (per-thread CPU-time timers and a real-time signal,
+ * never SIGPROF) for a window (default 10 s) every period
  * (default 60 s, jittered), builds a symbolized pprof profile on its own
  * thread and uploads it to a profd collector (POST /api/0/profiles).
  *
@@ -29,12 +30,15 @@ struct profd_agent_config {
 					   here as SERVICE-cpu-PID-N.pb.gz */
 	int		 no_upload;	/* debug: write files only */
 	int		 verbose;	/* log each profile and upload */
+	int		 signal;	/* real-time signal for sampling;
+					   0: SIGRTMAX-4 */
 };
 
 /*
  * Starts the agent thread. Returns 0, or -1 with *errstr (if errstr is not
  * NULL) set to a reason the caller frees; the process is left untouched on
- * failure (another SIGPROF user, bad config, agent already running).
+ * failure (the program handles the agent's signal, bad config, agent
+ * already running).
  */
 int	profd_agent_start(const struct profd_agent_config *, char **errstr);
 

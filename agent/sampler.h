@@ -1,11 +1,12 @@
 /*
- * SIGPROF sampler: an async-signal-safe handler that walks the interrupted
- * thread's stack (unwind.h) into a preallocated lock-free ring, drained by
- * the agent thread.
+ * CPU sampler: per-thread CPU-time timers (timers.c) send a real-time
+ * signal whose async-signal-safe handler walks the interrupted thread's
+ * stack (unwind.h) into a lock-free ring, drained by the agent thread.
  */
 #ifndef PROFD_AGENT_SAMPLER_H
 #define PROFD_AGENT_SAMPLER_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,40 +20,54 @@
  */
 struct sampler_stack {
 	uint32_t	n;
+	uint32_t	weight;		/* 1 + the timer's overrun */
 	uintptr_t	link;
 	uintptr_t	pcs[SAMPLER_MAX_FRAMES];
 };
 
+/* The default signal: SIGRTMAX-4 (see agent/README.md). */
+#define SAMPLER_DEFAULT_SIGNAL	(SIGRTMAX - 4)
+
 /*
- * Allocates the ring (slots, a power of two) and installs the SIGPROF
- * handler. Fails if another SIGPROF handler or an ITIMER_PROF is in place
- * (an armed timer under SIG_DFL, inherited across execve, is disarmed).
+ * Installs the handler for the real-time signal signo and sizes the ring
+ * (slots, a power of two; mapped at the first start). Fails if the
+ * program already handles signo. Never touches SIGPROF or ITIMER_PROF.
  */
-int		sampler_init(size_t slots, char **cause);
-/* True while SIGPROF is still handled by the sampler. */
+int		sampler_init(int signo, size_t slots, char **cause);
+/* True while the agent's signal is still handled by the sampler. */
 int		sampler_owns_signal(void);
-/* Arms ITIMER_PROF at hz and lets the handler record. */
+/* The signal in use (0 before sampler_init). */
+int		sampler_signal(void);
+/* Arms a CPU-time timer at hz in every thread and lets the handler record. */
 int		sampler_start(int hz, char **cause);
-/* Disarms the timer; later signals are ignored. */
+/*
+ * Agent thread, on each drain tick: arms new threads, deletes the timers
+ * of exited ones, counts losses. Returns -1 after stopping everything if
+ * the program has installed its own handler for the agent's signal.
+ */
+int		sampler_tick(void);
+/* Deletes the timers; later signals are ignored. */
 void		sampler_stop(void);
 /* Copies the oldest recorded stack into *out; returns 0 when empty. */
 int		sampler_pop(struct sampler_stack *out);
 /* Samples dropped because the ring was full, since sampler_init. */
 uint64_t	sampler_drops(void);
+/* Samples lost because their thread blocked the signal (estimate). */
+uint64_t	sampler_lost(void);
 /*
- * Disarms the timer for good. Puts back a previous SIG_IGN; never SIG_DFL
- * (a pending SIGPROF would kill the program): the handler then stays
+ * Deletes the timers for good. Puts back a previous SIG_IGN; never SIG_DFL
+ * (a pending signal would kill the program): the handler then stays
  * installed but inert. The ring stays mapped.
  */
 void		sampler_fini(void);
-/* In a fork child: forget everything without freeing (atfork). */
+/* In a fork child: forget the parent's timers and ring (atfork). */
 void		sampler_forget(void);
 /*
- * Around an exec (async-signal-safe): enter disarms the timer in the
- * process that armed it and returns a token; leave, called only when the
- * exec failed, re-arms it as the agent wants it.
+ * Around an exec (async-signal-safe): enter disarms the calling thread's
+ * timer and takes a pending signal off it, returning a token; leave,
+ * called only when the exec failed, re-arms it.
  */
-int		sampler_exec_enter(void);
-void		sampler_exec_leave(int token);
+int		sampler_exec_enter(int *slot);
+void		sampler_exec_leave(int token, int slot);
 
 #endif

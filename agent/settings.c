@@ -6,6 +6,7 @@
  * running unprofiled.
  */
 #include <ctype.h>
+#include <signal.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -84,6 +85,11 @@ settings_check(const struct profd_agent_config *in, struct settings *out,
 		    in->queue_max);
 	out->queue_max = in->queue_max ? in->queue_max : 8;
 	out->verbose = in->verbose;
+	if (in->signal != 0 && (in->signal < SIGRTMIN ||
+	    in->signal > SIGRTMAX))
+		return xcause(cause, "signal %d is not a real-time signal "
+		    "(%d..%d)", in->signal, SIGRTMIN, SIGRTMAX);
+	out->signal = in->signal ? in->signal : SIGRTMAX - 4;
 	if (!in->no_upload)
 		out->collector = xstrdup(in->collector_url != NULL &&
 		    *in->collector_url != '\0' ? in->collector_url :
@@ -110,6 +116,47 @@ settings_clear(struct settings *c)
 	free(c->token);
 	free(c->output_dir);
 	memset(c, 0, sizeof *c);
+}
+
+/* Parses RTMIN+n, RTMAX-n, SIGRTMIN+n, SIGRTMAX-n or a signal number. */
+int
+settings_parse_signal(const char *s, int *out, char **cause)
+{
+	const char *p = s;
+	char *end;
+	long n = 0;
+	int base = 0;
+
+	if (strncmp(p, "SIG", 3) == 0)
+		p += 3;
+	if (strncmp(p, "RTMIN", 5) == 0 || strncmp(p, "RTMAX", 5) == 0) {
+		base = p[4] == 'N' ? SIGRTMIN : SIGRTMAX;
+		p += 5;
+		if (*p == '\0')
+			n = base;
+		else if ((*p == '+' && base == SIGRTMIN) ||
+		    (*p == '-' && base == SIGRTMAX)) {
+			errno = 0;
+			n = strtol(p + 1, &end, 10);
+			if (errno != 0 || end == p + 1 || *end != '\0' ||
+			    n > 64)
+				n = -1;
+			else
+				n = *p == '+' ? base + n : base - n;
+		} else
+			n = -1;
+	} else {
+		errno = 0;
+		n = strtol(p, &end, 10);
+		if (errno != 0 || end == p || *end != '\0')
+			n = -1;
+	}
+	if (n < SIGRTMIN || n > SIGRTMAX)
+		return xcause(cause, "PROFD_SIGNAL=\"%s\" is not a real-time "
+		    "signal (RTMIN+n, RTMAX-n or %d..%d)", s, SIGRTMIN,
+		    SIGRTMAX);
+	*out = (int)n;
+	return 0;
 }
 
 /* Parses an integer variable in [lo, hi]; seconds may end in s, m or h. */
@@ -168,6 +215,9 @@ settings_from_env(struct profd_agent_config *out, char **cause)
 	    cause) != 0 ||
 	    settings_env_int("PROFD_QUEUE", 1, 1024, 0, &out->queue_max,
 	    cause) != 0)
+		return -1;
+	if ((v = getenv("PROFD_SIGNAL")) != NULL && *v != '\0' &&
+	    settings_parse_signal(v, &out->signal, cause) != 0)
 		return -1;
 	if ((v = getenv("PROFD_VERBOSE")) != NULL && *v != '\0' &&
 	    strcmp(v, "0") != 0)

@@ -24,6 +24,7 @@ struct settings {
 	int	 period_sec;
 	int	 queue_max;
 	int	 verbose;
+	int	 signal;	/* a real-time signal number */
 };
 
 /* Checks in and fills *out with defaults applied. */
@@ -34,11 +35,15 @@ void	settings_clear(struct settings *s);
 
 /*
  * Reads PROFD_COLLECTOR, PROFD_SERVICE, PROFD_LABELS, PROFD_TOKEN,
- * PROFD_HZ, PROFD_WINDOW, PROFD_PERIOD, PROFD_QUEUE, PROFD_OUTPUT_DIR and
- * PROFD_VERBOSE. Returns 0 if PROFD_SERVICE is unset (agent off), 1 when
+ * PROFD_HZ, PROFD_WINDOW, PROFD_PERIOD, PROFD_QUEUE, PROFD_OUTPUT_DIR,
+ * PROFD_SIGNAL and PROFD_VERBOSE. Returns 0 if PROFD_SERVICE is unset (agent off), 1 when
  * *out is filled (strings point into the environment), -1 on a bad value.
  */
 int	settings_from_env(struct profd_agent_config *out, char **cause);
+
+/* Parses a real-time signal: RTMIN+n, RTMAX-n (SIG prefix optional) or
+ * a number in SIGRTMIN..SIGRTMAX. */
+int	settings_parse_signal(const char *s, int *out, char **cause);
 
 /* Checks "k=v,k=v" label syntax (profd's key and value rules). */
 int	settings_check_labels(const char *labels, char **cause);

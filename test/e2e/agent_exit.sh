@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# libprofd-agent at exit and across exec: a SIGPROF still pending when the
+# libprofd-agent at exit and across exec: a timer signal still pending when the
 # agent stops (its thread was preempted: two programs pinned to one CPU)
 # must not kill the program with the default action ("Profiling timer
 # expired"), so 24 short hotapp runs under LD_PRELOAD, two at a time on one
-# CPU, all exit 0. And a program that execs with ITIMER_PROF armed (the
-# timer survives execve, the handler does not) does not kill the new image
-# when it has the agent too.
+# CPU, all exit 0. And a thread that execs with a timer signal pending
+# (it blocked the signal) hands a clean thread to the new image, with the
+# agent or not: a pending signal survives execve and would kill it.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 
 B=${top_builddir:-.}
@@ -40,20 +40,39 @@ is "$bad/$runs" "0/$runs" "24 pinned pairs of agent runs all exit 0"
 n=$(ls "$T_TMP/out" | grep -c 'pb.gz$')
 check "the runs were profiled ($n profiles)" test "$n" -ge 12
 
-# exec with ITIMER_PROF armed (SIG_DFL in the new image until the agent's
-# constructor runs): the agent takes the inherited timer over.
+# exec from a thread that blocks the agent's signal while it burns CPU:
+# its timer's signal is pending on the thread when it execs, and the
+# pending signal and the mask survive execve(2). The new image unblocks
+# the signal (its default action terminates) and must live: the exec
+# wrappers take the pending signal off the thread first. Without the
+# agent in the new image (odd runs) and with it (even runs).
 if command -v python3 >/dev/null; then
 	bad=0
-	for i in 1 2 3 4 5; do
-		python3 -c '
-import os, signal, sys
-signal.setitimer(signal.ITIMER_PROF, 0.05, 0.01)
-os.execve(sys.argv[1], sys.argv[1:], dict(os.environ, LD_PRELOAD=sys.argv[2],
-    PROFD_SERVICE="exec-test", PROFD_WINDOW="1", PROFD_PERIOD="1",
-    PROFD_OUTPUT_DIR=sys.argv[3]))' "$HOTAPP" "$SO" "$T_TMP/out" -n 300 \
-		    >"$T_TMP/out.x" 2>"$T_TMP/err.x" || bad=$((bad + 1))
+	for i in 1 2 3 4 5 6; do
+		env LD_PRELOAD="$SO" PROFD_SERVICE=exit-test PROFD_HZ=1000 \
+		    PROFD_WINDOW=1 PROFD_PERIOD=1 PROFD_OUTPUT_DIR="$T_TMP/out" \
+		    python3 -c '
+import os, signal, sys, time
+sig = signal.SIGRTMAX - 4
+time.sleep(0.3)			# the first window has started
+signal.pthread_sigmask(signal.SIG_BLOCK, {sig})
+t = time.process_time() + 0.3
+while time.process_time() < t:
+    pass
+env = dict(os.environ)
+if int(sys.argv[1]) % 2:
+    env.pop("LD_PRELOAD")
+os.execve(sys.executable, [sys.executable, "-c", """
+import signal, sys
+sig = signal.SIGRTMAX - 4
+blocked = sig in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+sys.exit(5 if blocked else 6)"""], env)' "$i" \
+		    >"$T_TMP/out.x" 2>"$T_TMP/err.x"
+		rc=$?
+		[ "$rc" -eq 5 ] || { bad=$((bad + 1)); diag "exec run $i: exit $rc"; }
 		sed 's/^/# /' "$T_TMP/err.x"
 	done
-	is "$bad" 0 "exec with ITIMER_PROF armed: the agent's new image survives"
+	is "$bad" 0 "exec with the agent's signal pending on the thread: the new image lives, mask kept (6 runs)"
 fi
 done_testing

@@ -204,24 +204,24 @@ test_profile(const char *outpath)
 	int found_fn = 0, ids_ok = 1, rc;
 	FILE *f;
 
-	rc = sampler_init(1024, &cause);
+	rc = sampler_init(SAMPLER_DEFAULT_SIGNAL, 1024, &cause);
 	ok(rc == 0, "sampler_init (%s)", cause ? cause : "ok");
-	ok(sampler_owns_signal(), "SIGPROF is handled by the sampler");
+	ok(sampler_owns_signal(), "the agent's signal is handled by the sampler");
 	test_walk();
 	ok(sampler_start(1000, &cause) == 0, "sampler_start");
 	test_spin(400);
 	sampler_stop();
 	maps_read("/proc/self/maps", &m, NULL);
 	while (sampler_pop(&ss)) {
-		stacks_add(&stacks, ss.pcs, ss.n, 1);
+		stacks_add(&stacks, ss.pcs, ss.n, ss.weight);
 		name = test_name(&m, ss.pcs[0], &st);
 		if (name != NULL && strncmp(name, "test_spin", 9) == 0) {
-			spin_leaf++;
+			spin_leaf += ss.weight;
 			for (j = 1; j < ss.n; j++) {
 				symtab_free(st);
 				name = test_name(&m, ss.pcs[j] - 1, &st);
 				if (name != NULL && strcmp(name, "main") == 0) {
-					spin_main++;
+					spin_main += ss.weight;
 					break;
 				}
 			}
@@ -240,18 +240,20 @@ test_profile(const char *outpath)
 	maps_clear(&m);
 	printf("# %lld samples, %zu stacks, %zu in test_spin, %zu reach main\n",
 	    (long long)stacks.total, stacks.n, spin_leaf, spin_main);
-	ok(stacks.total >= 20, "SIGPROF samples were recorded");
+	ok(stacks.total >= 20, "timer samples were recorded");
 	ok(spin_leaf * 2 >= (size_t)stacks.total,
 	    "most samples are in the spinning function");
 	ok(spin_main * 10 >= spin_leaf * 9 && spin_main > 0,
 	    "their frame-pointer stacks reach main");
 	ok(sampler_drops() == 0, "no samples dropped");
+	ok(sampler_lost() == 0, "no samples lost (no thread blocks the signal)");
 
 	b = build_new();
 	w.time_nanos = 1700000000LL * 1000000000LL;
 	w.duration_nanos = 400000000;
 	w.hz = 1000;
 	w.drops = 0;
+	w.lost = 0;
 	rc = build_profile(b, &stacks, &w, &gz, &gzlen, &cause);
 	ok(rc == 0, "build_profile (%zu bytes gzipped)", gzlen);
 	raw = test_gunzip(gz, gzlen, &rawlen);
@@ -316,69 +318,76 @@ out:
 	free(cause);
 }
 
-/* Timer armed? */
-static int
-test_timer_armed(void)
+/* The program's ITIMER_PROF interval in microseconds. */
+static long
+test_itimer_usec(void)
 {
 	struct itimerval it;
 
-	return getitimer(ITIMER_PROF, &it) == 0 &&
-	    (it.it_value.tv_sec != 0 || it.it_value.tv_usec != 0);
+	if (getitimer(ITIMER_PROF, &it) != 0)
+		return -1;
+	return (long)it.it_interval.tv_sec * 1000000 + it.it_interval.tv_usec;
 }
 
 /*
- * sampler_fini must never put SIG_DFL back: a SIGPROF still pending then
+ * sampler_fini must never put SIG_DFL back: a signal still pending then
  * killed the program at exit. Also: re-init after fini, SIG_IGN put back,
- * an armed timer inherited across exec (SIG_DFL) taken over and disarmed.
+ * a signal the program handles refused, the program's SIGPROF and
+ * ITIMER_PROF never touched, and a stray (non-timer) signal ignored.
  */
 static void
 test_fini(void)
 {
-	struct sigaction sa;
+	struct sigaction sa, prof;
 	struct itimerval it;
-	sigset_t prof, old;
 	char *cause = NULL;
+	int sig = SAMPLER_DEFAULT_SIGNAL;
 
 	/* After test_profile's sampler_fini (the old disposition was SIG_DFL). */
 	ok(sampler_owns_signal(), "after fini our handler stays (was SIG_DFL)");
-	raise(SIGPROF);
-	ok(1, "a SIGPROF arriving after fini is harmless");
-	ok(sampler_init(1024, &cause) == 0 && sampler_owns_signal(),
-	    "sampler_init again after fini (%s)", cause ? cause : "ok");
-	ok(sampler_start(1000, &cause) == 0, "sampler_start again");
-	test_spin(50);
-	sampler_fini();
-	ok(!test_timer_armed(), "fini disarms the timer");
-	raise(SIGPROF);
-	ok(sampler_owns_signal(), "second fini: still inert, not SIG_DFL");
+	raise(sig);
+	ok(1, "a signal arriving after fini is harmless");
 
-	/* The program had SIG_IGN: that is safe to put back. */
+	/* The program's own SIGPROF timer, armed before: left alone. */
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPROF, &sa, NULL);
-	ok(sampler_init(1024, &cause) == 0 && sampler_owns_signal(),
-	    "sampler_init over SIG_IGN");
-	sampler_fini();
-	sigaction(SIGPROF, NULL, &sa);
-	ok(!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN,
-	    "fini puts SIG_IGN back");
-
-	/* Inherited across exec: armed timer, SIG_DFL (blocked meanwhile). */
-	sigemptyset(&prof);
-	sigaddset(&prof, SIGPROF);
-	sigprocmask(SIG_BLOCK, &prof, &old);
-	sa.sa_handler = SIG_DFL;
 	sigaction(SIGPROF, &sa, NULL);
 	memset(&it, 0, sizeof it);
 	it.it_value.tv_usec = 10000;
 	it.it_interval.tv_usec = 10000;
 	setitimer(ITIMER_PROF, &it, NULL);
-	ok(sampler_init(1024, &cause) == 0 && sampler_owns_signal() &&
-	    !test_timer_armed(),
-	    "an armed timer under SIG_DFL is taken over and disarmed (%s)",
-	    cause ? cause : "ok");
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	ok(sampler_init(sig, 1024, &cause) == 0 && sampler_owns_signal(),
+	    "sampler_init again after fini, beside the program's ITIMER_PROF "
+	    "(%s)", cause ? cause : "ok");
+	ok(sampler_start(1000, &cause) == 0, "sampler_start again");
+	test_spin(50);
+	raise(sig);		/* not from a timer: ignored */
 	sampler_fini();
+	ok(test_itimer_usec() == 10000, "the program's ITIMER_PROF is intact");
+	sigaction(SIGPROF, NULL, &prof);
+	ok(!(prof.sa_flags & SA_SIGINFO) && prof.sa_handler == SIG_IGN,
+	    "the program's SIGPROF disposition is intact");
+	memset(&it, 0, sizeof it);
+	setitimer(ITIMER_PROF, &it, NULL);
+	raise(sig);
+	ok(sampler_owns_signal(), "second fini: still inert, not SIG_DFL");
+
+	/* The program had SIG_IGN: that is safe to put back. */
+	sa.sa_handler = SIG_IGN;
+	sigaction(sig, &sa, NULL);
+	ok(sampler_init(sig, 1024, &cause) == 0 && sampler_owns_signal(),
+	    "sampler_init over SIG_IGN");
+	sampler_fini();
+	sigaction(sig, NULL, &sa);
+	ok(!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN,
+	    "fini puts SIG_IGN back");
+
+	/* A non-real-time signal is refused. */
+	free(cause);
+	cause = NULL;
+	ok(sampler_init(SIGPROF, 1024, &cause) != 0 && cause != NULL &&
+	    strstr(cause, "real-time") != NULL,
+	    "SIGPROF is refused (%s)", cause ? cause : "?");
 	free(cause);
 }
 
@@ -423,6 +432,21 @@ test_settings(void)
 	setenv("PROFD_WINDOW", "2m", 1);
 	ok(settings_from_env(&in, &cause) == 1 && in.hz == 250 &&
 	    in.window_sec == 120, "PROFD_HZ=250 PROFD_WINDOW=2m read");
+	setenv("PROFD_SIGNAL", "RTMIN+3", 1);
+	ok(settings_from_env(&in, &cause) == 1 && in.signal == SIGRTMIN + 3,
+	    "PROFD_SIGNAL=RTMIN+3 read");
+	setenv("PROFD_SIGNAL", "SIGRTMAX-2", 1);
+	ok(settings_from_env(&in, &cause) == 1 && in.signal == SIGRTMAX - 2,
+	    "PROFD_SIGNAL=SIGRTMAX-2 read");
+	setenv("PROFD_SIGNAL", "27", 1);
+	free(cause);
+	cause = NULL;
+	ok(settings_from_env(&in, &cause) == -1 && cause != NULL &&
+	    strstr(cause, "PROFD_SIGNAL") != NULL,
+	    "PROFD_SIGNAL=27 (SIGPROF) refused: %s", cause ? cause : "?");
+	free(cause);
+	cause = NULL;
+	unsetenv("PROFD_SIGNAL");
 	unsetenv("PROFD_SERVICE");
 	ok(settings_from_env(&in, &cause) == 0, "no PROFD_SERVICE: agent off");
 	s = upload_escape("env=prod,team=a b/ü");

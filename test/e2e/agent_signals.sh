@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# libprofd-agent and signals: the agent samples with per-thread CPU-time
+# timers and a real-time signal, never SIGPROF. (1) A program with its own
+# SIGPROF handler and ITIMER_PROF gets at least 90% of its ticks and
+# getitimer still reads its interval. (2) A program that installs its own
+# handler for the agent's signal makes the agent step aside: the program
+# runs on, one line only with PROFD_VERBOSE. (3) PROFD_SIGNAL picks another
+# real-time signal; SIGPROF is refused. (4) xz -T2: liblzma's worker
+# threads block every signal, so their CPU is lost, counted in the profile
+# comment, and never charged to the main thread's futex wait.
+. "${top_srcdir:-.}/test/lib/e2e.sh"
+
+B=${top_builddir:-.}
+SO=$B/agent/.libs/libprofd-agent.so
+SIGPROF_APP=$B/agent/examples/sigprof
+[ -f "$SO" ] && [ -x "$SIGPROF_APP" ] || skip_all "agent not built"
+command -v go >/dev/null || skip_all "go tool pprof not installed"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
+pprof() { go tool pprof "$@" 2>/dev/null; }
+# The agent's default signal, SIGRTMAX-4, as a number.
+AGENT_SIG=$(python3 -c 'import signal; print(signal.SIGRTMAX - 4)' 2>/dev/null || echo 60)
+# agent OUTDIR CMD...: runs CMD under the agent, 1-second windows.
+agent() {
+	local out=$1; shift
+	mkdir -p "$out"
+	env LD_PRELOAD="$SO" PROFD_SERVICE=sig-test PROFD_OUTPUT_DIR="$out" \
+	    PROFD_WINDOW=1 PROFD_PERIOD=1 "$@"
+}
+
+# 1. The program's own SIGPROF profiler.
+agent "$T_TMP/own" "$SIGPROF_APP" -c 2 >"$T_TMP/out" 2>"$T_TMP/err"
+rc=$?
+read -r _ ticks _ expected _ usec _ _ <"$T_TMP/out"
+diag "$(cat "$T_TMP/out") (rc $rc)"
+is "$rc/$(wc -c <"$T_TMP/err")" "0/0" "own SIGPROF timer: exits 0, agent quiet"
+check "own SIGPROF timer: $ticks of $expected ticks (>= 90%)" \
+    test "$((ticks * 10))" -ge "$((expected * 9))"
+is "$usec" 10000 "own SIGPROF timer: getitimer still reads its 10 ms"
+n=$(ls "$T_TMP/own" | grep -c 'pb.gz$')
+check "own SIGPROF timer: the agent profiled it too ($n profiles)" \
+    test "$n" -ge 1
+
+# 2. The program takes the agent's signal half-way: the agent steps aside.
+agent "$T_TMP/aside" "$SIGPROF_APP" -c 2 -r "$AGENT_SIG" >"$T_TMP/out" \
+    2>"$T_TMP/err"
+rc=$?
+diag "$(cat "$T_TMP/out")"
+is "$rc/$(wc -c <"$T_TMP/err")" "0/0" \
+    "takes signal $AGENT_SIG: runs on, exits 0, nothing on stderr"
+agent "$T_TMP/aside2" env PROFD_VERBOSE=1 "$SIGPROF_APP" -c 2 \
+    -r "$AGENT_SIG" >"$T_TMP/out" 2>"$T_TMP/err"
+rc=$?
+sed 's/^/# /' "$T_TMP/err"
+is "$rc/$(grep -c 'own handler for signal' "$T_TMP/err")" "0/1" \
+    "PROFD_VERBOSE: one line says the agent steps aside"
+read -r _ ticks _ expected _ usec _ _ <"$T_TMP/out"
+check "...the program's own SIGPROF ticks are intact ($ticks of $expected)" \
+    test "$((ticks * 10))" -ge "$((expected * 9))"
+
+# 3. PROFD_SIGNAL.
+agent "$T_TMP/rtmin" env PROFD_SIGNAL=RTMIN+5 "$SIGPROF_APP" -c 1.5 \
+    >"$T_TMP/out" 2>"$T_TMP/err"
+is "$?/$(wc -c <"$T_TMP/err")" "0/0" "PROFD_SIGNAL=RTMIN+5: exits 0, quiet"
+check "PROFD_SIGNAL=RTMIN+5: profiles written" \
+    test "$(ls "$T_TMP/rtmin" | grep -c 'pb.gz$')" -ge 1
+agent "$T_TMP/bad" env PROFD_SIGNAL=SIGPROF "$SIGPROF_APP" -c 0.2 \
+    >"$T_TMP/out" 2>"$T_TMP/err"
+is "$?/$(wc -l <"$T_TMP/err")" "0/1" "PROFD_SIGNAL=SIGPROF: one line, exit 0"
+check "...the line names PROFD_SIGNAL" grep -q 'PROFD_SIGNAL="SIGPROF"' \
+    "$T_TMP/err"
+
+# 4. xz -T2: workers that block all signals.
+if ! command -v xz >/dev/null; then
+	diag "xz not installed; xz checks skipped"
+	done_testing
+fi
+python3 -c '
+import random, sys
+r = random.Random(12)
+words = [bytes(r.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(r.randint(2, 9)))
+         for _ in range(5000)]
+out = sys.stdout.buffer
+for i in range(1400000):
+    out.write(r.choice(words) + (b"\n" if i % 12 == 0 else b" "))
+' >"$T_TMP/xz.in"
+mkdir -p "$T_TMP/xz"
+env LD_PRELOAD="$SO" PROFD_SERVICE=xz PROFD_OUTPUT_DIR="$T_TMP/xz" \
+    PROFD_WINDOW=1 PROFD_PERIOD=1 xz -6 -T2 -c "$T_TMP/xz.in" \
+    >"$T_TMP/xz.out" 2>"$T_TMP/err" &
+xzpid=$!
+blocks=0 threads=0
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	sleep 0.3
+	for st in /proc/$xzpid/task/*/status; do
+		[ "$st" = "/proc/$xzpid/task/$xzpid/status" ] && continue
+		grep -q '^Name:.*xz' "$st" 2>/dev/null || continue
+		threads=$((threads + 1))
+		mask=$(awk '/^SigBlk/ { print $2 }' "$st" 2>/dev/null)
+		[ -n "$mask" ] && (( (0x$mask >> (AGENT_SIG - 1)) & 1 )) &&
+		    blocks=$((blocks + 1))
+	done
+	[ "$threads" -gt 0 ] && break
+done
+# xz's CPU time, from /proc before it is reaped: utime + stime.
+cpu_ticks=0
+while kill -0 $xzpid 2>/dev/null; do
+	t=$(awk '{ print $14 + $15 }' /proc/$xzpid/stat 2>/dev/null) &&
+	    [ -n "$t" ] && cpu_ticks=$t
+	sleep 0.1
+done
+wait $xzpid; rc=$?
+cpu_samples=$((cpu_ticks * 100 / $(getconf CLK_TCK)))
+is "$rc/$(wc -c <"$T_TMP/err")" "0/0" "xz -T2 under the agent: exit 0, quiet"
+check "xz's liblzma workers block the agent's signal ($blocks of $threads seen)" \
+    test "$threads" -gt 0 -a "$blocks" -eq "$threads"
+set -- "$T_TMP"/xz/*.pb.gz
+lost=0 samples=0
+for f in "$@"; do	# one at a time: a merge folds equal comments
+	raw=$(pprof -raw "$f")
+	l=$(sed -n 's/.*, \([0-9]*\) samples lost.*/\1/p' <<<"$raw")
+	s=$(awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 }
+	    on && $1 ~ /^[0-9]+$/ { s += $1 } END { print s + 0 }' <<<"$raw")
+	lost=$((lost + ${l:-0})) samples=$((samples + s))
+done
+futex=$(pprof -top -unit=ms "$@" | awk '/futex/ { gsub(/ms/, "", $1); s += $1 }
+    END { print int(s / 10) }')
+diag "xz: CPU ${cpu_samples} samples' worth, $samples sampled, $lost lost, $futex in futex waits"
+check "the lost count is in the profile comments ($lost)" \
+    test "$lost" -gt 0
+check "lost + sampled is about xz's CPU time (within 30%)" \
+    awk -v a="$((lost + samples))" -v c="$cpu_samples" \
+    'BEGIN { exit !(a >= 0.7 * c && a <= 1.3 * c) }'
+check "the workers' CPU is not charged to a futex wait ($futex <= 5% of $((lost + samples)))" \
+    test "$((futex * 20))" -le "$((lost + samples))"
+done_testing
