@@ -29,6 +29,9 @@ struct profd_agent_config {
 					   here as SERVICE-cpu-PID-N.pb.gz */
 	int		 no_upload;	/* debug: write files only */
 	int		 verbose;	/* log each profile and upload */
+	int		 exit_timeout_ms; /* at stop or exit, wait at most this
+					   long for the last uploads; 0: 200,
+					   -1: do not wait */
 };
 
 /*
@@ -39,9 +42,10 @@ struct profd_agent_config {
 int	profd_agent_start(const struct profd_agent_config *, char **errstr);
 
 /*
- * Stops sampling, turns the current window into a profile and uploads what
- * is queued for up to about 2 s, then stops the agent thread. Also runs at
- * exit. Safe to call when the agent is not running.
+ * Stops sampling, turns the current window into a profile (if it has
+ * samples) and uploads what is queued for up to exit_timeout_ms (default
+ * 200 ms), then stops the agent thread. Also runs at exit. Safe to call
+ * when the agent is not running.
  */
 void	profd_agent_stop(void);
 

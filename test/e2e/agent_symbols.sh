@@ -78,11 +78,15 @@ LD_PRELOAD=$SO PROFD_OUTPUT_DIR=$OUT2 "$HOTAPP" -s 0.3 >/dev/null 2>"$T_TMP/err"
 is "$(wc -c <"$T_TMP/err")/$(ls "$OUT2" | wc -l)" "0/0" \
     "without PROFD_SERVICE the agent does nothing"
 
-# 3. The program owns SIGPROF: the agent stays off and says so.
+# 3. The program owns SIGPROF: the agent stays off, and says so only with
+# PROFD_VERBOSE (the program's stderr is not the agent's to write to).
 LD_PRELOAD=$SO PROFD_SERVICE=hotapp PROFD_OUTPUT_DIR=$OUT2 PROFD_WINDOW=1 \
     PROFD_PERIOD=1 "$HOTAPP" -s 1 -P >"$T_TMP/out" 2>"$T_TMP/err"
+is "$(wc -c <"$T_TMP/err")" 0 "program with its own SIGPROF handler: agent quiet"
+LD_PRELOAD=$SO PROFD_SERVICE=hotapp PROFD_OUTPUT_DIR=$OUT2 PROFD_WINDOW=1 \
+    PROFD_PERIOD=1 PROFD_VERBOSE=1 "$HOTAPP" -s 1 -P >"$T_TMP/out" 2>"$T_TMP/err"
 rc=$?
-check "program with its own SIGPROF handler: agent says so" \
+check "...and with PROFD_VERBOSE=1 the agent says so" \
     grep -q 'own SIGPROF handler' "$T_TMP/err"
 is "$rc/$(ls "$OUT2" | wc -l)" "0/0" "...exits 0, no profile written"
 "$LINKED" -S hotapp -o "$OUT2" -P -s 0.1 >/dev/null 2>"$T_TMP/err"

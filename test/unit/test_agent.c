@@ -16,8 +16,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <event2/event.h>
-
 #include "profile.pb-c.h"
 
 #include "agent/build.h"
@@ -376,7 +374,6 @@ test_settings(void)
 	struct profd_agent_config in;
 	struct settings c;
 	char *cause = NULL, *s;
-	struct event_base *base;
 	struct upload *up;
 	int rc;
 
@@ -416,17 +413,15 @@ test_settings(void)
 	ok(strcmp(s, "env%3Dprod%2Cteam%3Da%20b%2F%C3%BC") == 0,
 	    "labels are percent-encoded (%s)", s);
 	free(s);
-	base = event_base_new();
-	up = upload_new(base, "http://h:1/pfx/", "svc x", "env=a b,zone=eu",
+	up = upload_new("http://h:1/pfx/", "svc x", "env=a b,zone=eu",
 	    NULL, 0, 0, NULL);
 	ok(up != NULL && strcmp(upload_target(up), "/pfx/api/0/profiles?"
 	    "service=svc%20x&type=cpu&labels=env=a%20b,zone=eu") == 0,
 	    "upload target: %s", up ? upload_target(up) : "NULL");
 	upload_free(up);
-	up = upload_new(base, "https://h/", "svc", NULL, NULL, 0, 0, &cause);
+	up = upload_new("https://h/", "svc", NULL, NULL, 0, 0, &cause);
 	ok(up == NULL && cause != NULL, "https is refused: %s", cause);
 	free(cause);
-	event_base_free(base);
 }
 
 int
