@@ -13,8 +13,12 @@
  * pays for the signal handler.
  *
  * Start is cheap: the constructor reads the environment, checks it and
- * starts the thread; the thread then does the rest (the drain interval,
- * the profile builder; symbol tables are read at the first profile).
+ * starts the thread; the thread does the rest (the drain interval, the
+ * profile builder, and at the first window sampler_init: the ring and the
+ * handler; symbol tables are read at the first profile). profd_agent_start
+ * inits the sampler at once, so a linked program learns of a conflict.
+ * At exit, a thread that is idle with no window open and nothing queued
+ * is not even woken.
  *
  * Schedule: the first window starts after a random delay of up to 10% of
  * the period; later ones start period * U(0.9, 1.1) after the previous
@@ -38,6 +42,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,9 +68,11 @@ struct agent {
 	struct settings		 cfg;
 	pid_t			 pid;
 	pthread_t		 thread;
-	pthread_mutex_t		 lock;		/* guards stop_at */
+	pthread_mutex_t		 lock;		/* guards stop_at, busy */
 	pthread_cond_t		 cond;
 	int64_t			 stop_at;	/* exit deadline (ms), 0: run */
+	int			 busy;		/* in agent_step */
+	int			 sampler_ready;	/* sampler_init done */
 	struct upload		*up;
 	struct build		*build;
 	struct stacks		 stacks;
@@ -260,6 +267,15 @@ agent_window_start(struct agent *a, int64_t now)
 
 	if (a->off)
 		return;
+	if (!a->sampler_ready) {
+		if (sampler_init(AGENT_RING_SLOTS, &cause) != 0) {
+			agent_log(a, "%s", cause);
+			free(cause);
+			a->off = 1;
+			return;
+		}
+		a->sampler_ready = 1;
+	}
 	if (!sampler_owns_signal()) {
 		agent_log(a, "the program installed its own SIGPROF handler; "
 		    "agent stops profiling");
@@ -284,14 +300,15 @@ agent_window_start(struct agent *a, int64_t now)
 	a->end_at = now + (int64_t)a->cfg.window_sec * 1000;
 }
 
-/* The exit deadline if a stop was asked for, else 0. */
+/* The exit deadline if a stop was asked for, else 0; else busy := set. */
 static int64_t
-agent_stop_deadline(struct agent *a)
+agent_stop_deadline(struct agent *a, int set)
 {
 	int64_t at;
 
 	pthread_mutex_lock(&a->lock);
-	at = a->stop_at;
+	if ((at = a->stop_at) == 0 && set)
+		a->busy = 1;
 	pthread_mutex_unlock(&a->lock);
 	return at;
 }
@@ -307,7 +324,7 @@ agent_upload_hook(void *arg)
 		agent_drain_tick(a);
 		a->drain_at = now + a->drain_ms;
 	}
-	return agent_stop_deadline(a);
+	return agent_stop_deadline(a, 0);
 }
 
 /* Sleeps until wake (monotonic ms) or a stop request. */
@@ -319,6 +336,7 @@ agent_sleep_until(struct agent *a, int64_t wake)
 	ts.tv_sec = (time_t)(wake / 1000);
 	ts.tv_nsec = (long)(wake % 1000) * 1000000;
 	pthread_mutex_lock(&a->lock);
+	a->busy = 0;
 	while (a->stop_at == 0 && upload_now_ms() < wake)
 		if (pthread_cond_timedwait(&a->cond, &a->lock, &ts) ==
 		    ETIMEDOUT)
@@ -387,11 +405,13 @@ agent_main(void *arg)
 	sigemptyset(&set);
 	sigaddset(&set, SIGPROF);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	pthread_setname_np(pthread_self(), "profd-agent");
 	agent_setup(a);
-	while ((deadline = agent_stop_deadline(a)) == 0)
+	while ((deadline = agent_stop_deadline(a, 1)) == 0)
 		agent_sleep_until(a, agent_step(a));
 	agent_window_end(a, 1);
-	sampler_stop();
+	if (a->sampler_ready)
+		sampler_stop();
 	if (a->up != NULL)
 		upload_flush(a->up, deadline);
 	return NULL;
@@ -423,10 +443,34 @@ agent_atfork_child(void)
 	}
 }
 
-/* Exit: flush and stop. */
+/*
+ * Exit. When the agent thread sleeps with no window open and nothing
+ * queued (a short process before its first window), there is nothing to
+ * send: mark it stopped without waking it and let the process end (a is
+ * not freed; the thread, should it wake, only sees the stop and returns).
+ * That costs the exit one lock instead of a thread wake-up and join, which
+ * on a busy machine waits for a CPU. Otherwise flush and stop.
+ */
 static void
 agent_atexit(void)
 {
+	struct agent *a;
+	int idle;
+
+	pthread_mutex_lock(&agent_mutex);
+	a = agent_current;
+	if (a != NULL && a->pid == getpid()) {
+		pthread_mutex_lock(&a->lock);
+		/* in_window and the queue are the thread's; it is idle. */
+		idle = !a->busy && !a->in_window &&
+		    (a->up == NULL || upload_idle(a->up));
+		if (idle) {
+			a->stop_at = upload_now_ms();
+			agent_current = NULL;
+		}
+		pthread_mutex_unlock(&a->lock);
+	}
+	pthread_mutex_unlock(&agent_mutex);
 	profd_agent_stop();
 }
 
@@ -438,9 +482,27 @@ agent_hooks_once(void)
 	atexit(agent_atexit);
 }
 
-/* Starts the agent thread with cfg. */
-int
-profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
+/*
+ * An ITIMER_PROF armed under SIG_DFL was inherited across execve(2) from
+ * a profiled image: it would kill the program at its first expiry, so
+ * sampler_init must take it over now, not at the first window.
+ */
+static int
+agent_itimer_inherited(void)
+{
+	struct itimerval it;
+
+	return getitimer(ITIMER_PROF, &it) == 0 &&
+	    (it.it_value.tv_sec != 0 || it.it_value.tv_usec != 0);
+}
+
+/*
+ * Starts the agent thread with cfg. lazy (LD_PRELOAD's constructor):
+ * sampler_init (the ring, the handler) waits for the first window, so a
+ * process that ends before it never pays for them.
+ */
+static int
+agent_start(const struct profd_agent_config *cfg, int lazy, char **errstr)
 {
 	struct agent *a;
 	pthread_condattr_t ca;
@@ -464,8 +526,11 @@ profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
 		agent_free(a);
 		return xcause(errstr, "the agent is already running");
 	}
-	if (sampler_init(AGENT_RING_SLOTS, &cause) != 0)
-		goto fail;
+	if (!lazy || agent_itimer_inherited()) {
+		if (sampler_init(AGENT_RING_SLOTS, &cause) != 0)
+			goto fail;
+		a->sampler_ready = 1;
+	}
 	if (a->cfg.collector != NULL && (a->up = upload_new(a->cfg.collector,
 	    a->cfg.service, a->cfg.labels, a->cfg.token,
 	    (size_t)a->cfg.queue_max, a->cfg.verbose, &cause)) == NULL)
@@ -482,7 +547,6 @@ profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
 		xcause(&cause, "pthread_create: %s", strerror(rc));
 		goto fail_sampler;
 	}
-	pthread_setname_np(a->thread, "profd-agent");
 	agent_current = a;
 	pthread_mutex_unlock(&agent_mutex);
 	agent_log(a, "profiling %s at %d Hz, %d s every %d s, to %s%s%s",
@@ -493,7 +557,8 @@ profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
 	return 0;
 
 fail_sampler:
-	sampler_fini();
+	if (a->sampler_ready)
+		sampler_fini();
 fail:
 	pthread_mutex_unlock(&agent_mutex);
 	agent_free(a);
@@ -502,6 +567,13 @@ fail:
 	else
 		free(cause);
 	return -1;
+}
+
+/* Starts the agent thread with cfg; the sampler is ready on return. */
+int
+profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
+{
+	return agent_start(cfg, 0, errstr);
 }
 
 /* Stops the agent: last window, flush until the exit deadline, join. */
@@ -536,12 +608,12 @@ profd_agent_stop(void)
 	rc = pthread_timedjoin_np(a->thread, NULL, &deadline);
 	if (rc != 0) {
 		/* Still building: it ends with the process; a is not freed. */
-		sampler_stop();
 		agent_log(a, "agent thread did not stop in %d ms; leaving it",
 		    a->cfg.exit_timeout_ms);
 		return;
 	}
-	sampler_fini();
+	if (a->sampler_ready)
+		sampler_fini();
 	if (a->cfg.verbose && a->up != NULL) {
 		struct upload_stats st;
 
@@ -565,7 +637,7 @@ agent_env_start(void)
 
 	if ((rc = settings_from_env(&cfg, &cause)) == 0)
 		return;
-	if (rc < 0 || profd_agent_start(&cfg, &cause) != 0) {
+	if (rc < 0 || agent_start(&cfg, 1, &cause) != 0) {
 		agent_say("%s; profiling off", cause);
 		free(cause);
 	}
