@@ -36,6 +36,8 @@ PYEOF
 run=(env LD_PRELOAD="$SO" PROFD_SERVICE=fds-test PROFD_COLLECTOR="$PROFD_URL" \
     PROFD_WINDOW=1 PROFD_PERIOD=1 "$PY" "$T_TMP/burn.py")
 if command -v strace >/dev/null && strace -f -o /dev/null true 2>/dev/null; then
+	# (LeakSanitizer cannot run under ptrace)
+	ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
 	strace -f -qq -o "$T_TMP/trace" -e trace=socket,openat,open,close,close_range,dup,dup2,dup3,pipe2,epoll_create1,eventfd2 \
 	    "${run[@]}" >"$T_TMP/out" 2>"$T_TMP/err"
 else
