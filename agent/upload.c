@@ -69,9 +69,9 @@ struct upload {
 	TAILQ_HEAD(, upload_item)	 queue;
 	size_t				 queued;
 	size_t				 queue_max;
-	int64_t				 retry_at;	/* monotonic ms, 0: now */
-	int				 attempts;	/* failures in a row */
-	int				 gave_up;	/* flushing, a try failed */
+	int64_t				 retry_at;	/* ms; 0: now */
+	int				 attempts;	/* failed in a row */
+	int				 gave_up;	/* a flush try failed */
 	int				 verbose;
 	uint64_t			 rng;
 	int				 fd;		/* -1 between uploads */
@@ -365,7 +365,8 @@ upload_read_reply(struct upload *u, char *buf, const char **body)
 		buf[len] = '\0';
 		if (end == NULL && (end = strstr(buf, "\r\n\r\n")) != NULL) {
 			want = (size_t)(end + 4 - buf);
-			for (cl = buf; (cl = strchr(cl, '\n')) != NULL && cl < end;) {
+			for (cl = buf; (cl = strchr(cl, '\n')) != NULL &&
+			    cl < end;) {
 				cl++;
 				if (strncasecmp(cl, "Content-Length:", 15) == 0)
 					want += strtoul(cl + 15, NULL, 10);
