@@ -446,8 +446,9 @@ agent_atfork_child(void)
 /*
  * Exit. When the agent thread sleeps with no window open and nothing
  * queued (a short process before its first window), there is nothing to
- * send: mark it stopped without waking it and let the process end (a is
- * not freed; the thread, should it wake, only sees the stop and returns).
+ * send: mark it stopped without waking it, detach it and let the process
+ * end (a is not freed; the thread, should it wake, only sees the stop and
+ * returns).
  * That costs the exit one lock instead of a thread wake-up and join, which
  * on a busy machine waits for a CPU. Otherwise flush and stop.
  */
@@ -467,6 +468,7 @@ agent_atexit(void)
 		if (idle) {
 			a->stop_at = upload_now_ms();
 			agent_current = NULL;
+			pthread_detach(a->thread);
 		}
 		pthread_mutex_unlock(&a->lock);
 	}

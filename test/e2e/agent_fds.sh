@@ -17,6 +17,8 @@ SO=$(cd "$B" && pwd)/agent/.libs/libprofd-agent.so
 PY=/usr/bin/python3.11
 [ -f "$SO" ] || skip_all "agent not built"
 [ -x "$PY" ] || skip_all "Debian's python3.11 is not installed"
+nm -D "$SO" 2>/dev/null | grep -q __tsan_init &&
+    skip_all "a TSan agent cannot be preloaded into Debian's python3.11"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
 profd_start || skip_all "profd is not available"
 
