@@ -22,6 +22,8 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
 slack=0.25 tsan=0
 nm -D "$SO" 2>/dev/null | grep -qE '__(asan|tsan)_init' && slack=0.8
 nm -D "$SO" 2>/dev/null | grep -q '__tsan_init' && tsan=1
+# (TSan sleeps 1 s at exit when other threads run, to catch late races.)
+export TSAN_OPTIONS="${TSAN_OPTIONS:-}:atexit_sleep_ms=0"
 
 python3 "${top_srcdir:-.}/test/lib/slow_collector.py" "$T_TMP/port" hang \
     >"$T_TMP/conns" 2>/dev/null &
