@@ -2,31 +2,47 @@
  * libprofd-agent lifecycle: profd_agent_start/stop, the LD_PRELOAD
  * constructor, fork and exit handling, and the agent thread.
  *
- * The agent thread owns a private libevent base (no evthread setup, so the
- * host program's own libevent use is untouched) and everything that may
- * block or allocate: it drains the sampler's ring (every 100 ms to 1 s,
- * a quarter of the time the ring takes to fill at worst) into a stack
- * table, ends a window with sampler_stop(), builds and gzips the profile,
- * and hands it to the uploader. Other threads talk to it through a pipe.
- * The application only ever pays for the signal handler.
+ * The agent thread owns everything that may block or allocate: it drains
+ * the sampler's ring (every 100 ms to 1 s, a quarter of the time the ring
+ * takes to fill at worst; the first tick of a window after 100 ms, so the
+ * unwind tables the first samples asked for are loaded early) into a
+ * stack table, arms the timers of new threads and loads unwind tables at
+ * each drain tick, ends a window with
+ * sampler_stop(), builds and gzips the profile, and uploads it. It sleeps
+ * on a condition variable (CLOCK_MONOTONIC) until its next deadline or a
+ * stop request: no event loop, no wake pipe, and no descriptor held
+ * between uploads, so a program that closes every inherited descriptor
+ * (close_range(3, ~0U)) takes nothing from it. The application only ever
+ * pays for the signal handler.
+ *
+ * Start is cheap: the constructor reads the environment, checks it and
+ * starts the thread; the thread does the rest (the drain interval, the
+ * profile builder, and at the first window sampler_init: the ring and the
+ * handler; symbol tables are read at the first profile). profd_agent_start
+ * inits the sampler at once, so a linked program learns of a conflict.
+ * At exit, a thread that is idle with no window open and nothing queued
+ * is not even woken.
  *
  * Schedule: the first window starts after a random delay of up to 10% of
  * the period; later ones start period * U(0.9, 1.1) after the previous
  * start, so a fleet drifts apart. window == period means continuous: the
- * timer is never disarmed and each window is cut in place.
+ * timer is never disarmed and each window is cut in place. A window with
+ * no samples uploads nothing.
  *
  * fork(): timers are not inherited, and the agent thread does not exist in
  * the child, so the pthread_atfork child handler forgets the parent's
- * state without touching it and starts the child's own agent (thread,
- * timers, ring, uploads) with the parent's settings; the child's
- * profiles carry its own pid label. exec'd programs get a fresh agent
- * from the constructor when PROFD_SERVICE is still in their environment.
+ * state without touching it (closing only a socket copy that is still
+ * ours) and starts the child's own agent (thread, timers, ring, uploads)
+ * with the parent's settings, lazily like the constructor; the child's
+ * profiles carry its own pid label. exec'd programs get a fresh agent from
+ * the constructor when PROFD_SERVICE is still in their environment.
  *
  * Exit: profd_agent_stop() (also registered with atexit) ends the current
- * window, uploads what is queued for up to 2 s and joins the thread.
+ * window and uploads what is queued until exit_timeout_ms (default 200 ms)
+ * after the stop, then joins the thread; the program's exit is never held
+ * longer (plus a few ms to join).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -37,8 +53,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <event2/event.h>
 
 #include "agent/build.h"
 #include "agent/settings.h"
@@ -52,31 +66,31 @@
 #define AGENT_RING_SLOTS	2048
 #define AGENT_DRAIN_MIN_MS	100
 #define AGENT_DRAIN_MAX_MS	1000
-#define AGENT_FLUSH_MS		2000
-#define AGENT_JOIN_MS		3000
+#define AGENT_FIRST_TICK_MS	100	/* the first drain of a window */
+#define AGENT_JOIN_SLACK_MS	20
+#define AGENT_IDLE_MS		3600000
 
 struct agent {
 	struct settings		 cfg;
 	pid_t			 pid;
 	pthread_t		 thread;
-	int			 wake[2];
-	struct event_base	*base;
-	struct event		*wake_ev;
-	struct event		*start_ev;
-	struct event		*end_ev;
-	struct event		*drain_ev;
-	struct event		*flush_ev;
+	pthread_mutex_t		 lock;		/* guards stop_at, busy */
+	pthread_cond_t		 cond;
+	int64_t			 stop_at;	/* exit deadline (ms), 0: run */
+	int			 busy;		/* in agent_step */
+	int			 sampler_ready;	/* sampler_init done */
 	struct upload		*up;
 	struct build		*build;
 	struct stacks		 stacks;
 	int			 in_window;
 	int			 off;		/* the signal taken over */
-	int			 stopping;
+	int64_t			 start_at;	/* next window (ms), 0: none */
+	int64_t			 end_at;	/* end of the open window */
+	int64_t			 drain_at;	/* next drain tick */
 	struct timespec		 win_mono;	/* window start */
 	int64_t			 win_wall_ns;
 	uint64_t		 win_drops;	/* sampler_drops() at start */
 	uint64_t		 win_lost;	/* sampler_lost() at start */
-	struct timespec		 flush_deadline;
 	uint64_t		 seq;
 	uint64_t		 rng;
 	int64_t			 drain_ms;	/* ring drain interval */
@@ -86,9 +100,9 @@ static pthread_mutex_t	 agent_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct agent	*agent_current;
 static pthread_once_t	 agent_once = PTHREAD_ONCE_INIT;
 
-static void	agent_window_start(struct agent *);
+static int	agent_start(const struct profd_agent_config *, int, char **);
 
-/* One line on stderr, prefixed with the pid. */
+/* One line on stderr, prefixed with the pid (start-up problems only). */
 static void __attribute__((format(printf, 1, 2)))
 agent_say(const char *fmt, ...)
 {
@@ -101,6 +115,15 @@ agent_say(const char *fmt, ...)
 	fprintf(stderr, "profd-agent[%d]: %s\n", (int)getpid(), buf);
 }
 
+/*
+ * A line on stderr only with PROFD_VERBOSE: once the program runs, its
+ * stderr is its own (it may even be another file by now).
+ */
+#define agent_log(a, ...) do {						\
+	if ((a)->cfg.verbose)						\
+		agent_say(__VA_ARGS__);					\
+} while (0)
+
 /* xorshift64* for schedule jitter. */
 static uint64_t
 agent_rand(struct agent *a)
@@ -111,34 +134,12 @@ agent_rand(struct agent *a)
 	return a->rng * 2685821657736338717ULL;
 }
 
-/* Milliseconds from a to b. */
-static int64_t
-agent_ms_between(const struct timespec *a, const struct timespec *b)
-{
-	return (int64_t)(b->tv_sec - a->tv_sec) * 1000 +
-	    (b->tv_nsec - a->tv_nsec) / 1000000;
-}
-
-/* Arms a one-shot timer in ms. */
-static void
-agent_timer(struct event *ev, int64_t ms)
-{
-	struct timeval tv;
-
-	if (ms < 0)
-		ms = 0;
-	tv.tv_sec = (time_t)(ms / 1000);
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	evtimer_add(ev, &tv);
-}
-
 /* Moves everything from the ring into the window's stack table. */
 static void
 agent_drain(struct agent *a)
 {
 	struct sampler_stack st;
 
-	unwind_refresh();
 	while (sampler_pop(&st)) {
 		st.n = build_fix_leaf(a->build, st.pcs, st.n,
 		    SAMPLER_MAX_FRAMES, st.link);
@@ -148,7 +149,7 @@ agent_drain(struct agent *a)
 
 /*
  * How often to drain the ring: a quarter of the time the busiest process
- * (every CPU busy: ITIMER_PROF then fires hz times per CPU-second per CPU)
+ * (every CPU busy: the timers then fire hz times per CPU-second per CPU)
  * takes to fill it, within [100 ms, 1 s]. Fewer wake-ups of the agent
  * thread, no drops.
  */
@@ -169,24 +170,20 @@ agent_drain_interval(int hz)
 }
 
 /*
- * Periodic drain while a window is open; also arms new threads and, if
- * the program has taken the agent's signal, steps aside for good.
+ * The drain tick: runs every drain interval while a window is open (also
+ * between the wait slices of a slow upload). Per-tick work goes here:
+ * drain the ring, load the unwind tables the walks asked for, arm new
+ * threads' timers and, if the program has taken the agent's signal, step
+ * aside for good.
  */
 static void
-agent_drain_cb(evutil_socket_t fd, short what, void *arg)
+agent_drain_tick(struct agent *a)
 {
-	struct agent *a = arg;
-
-	(void)fd;
-	(void)what;
 	agent_drain(a);
+	unwind_refresh();
 	if (a->in_window && sampler_tick() != 0) {
-		if (a->cfg.verbose)
-			agent_say("the program installed its own handler for "
-			    "signal %d; agent stops profiling",
-			    sampler_signal());
-		event_del(a->drain_ev);
-		evtimer_del(a->end_ev);
+		agent_log(a, "the program installed its own handler for signal "
+		    "%d; agent stops profiling", sampler_signal());
 		stacks_reset(&a->stacks);
 		a->in_window = 0;
 		a->off = 1;
@@ -206,12 +203,12 @@ agent_write_file(struct agent *a, const uint8_t *data, size_t len)
 	if ((f = fopen(tmp, "we")) == NULL ||
 	    fwrite(data, 1, len, f) != len || fclose(f) != 0 ||
 	    rename(tmp, path) != 0)
-		agent_say("cannot write %s: %s", path, strerror(errno));
+		agent_log(a, "cannot write %s: %s", path, strerror(errno));
 	free(tmp);
 	free(path);
 }
 
-/* Closes the window: drain, build, queue. */
+/* Closes the window: drain, and build and queue unless it is empty. */
 static void
 agent_window_end(struct agent *a, int disarm)
 {
@@ -226,7 +223,6 @@ agent_window_end(struct agent *a, int disarm)
 		return;
 	if (disarm) {
 		sampler_stop();
-		event_del(a->drain_ev);
 		a->in_window = 0;
 	}
 	agent_drain(a);
@@ -239,18 +235,17 @@ agent_window_end(struct agent *a, int disarm)
 	w.hz = a->cfg.hz;
 	w.drops = drops - a->win_drops;
 	w.lost = lost - a->win_lost;
-	if (a->stacks.total == 0 && w.lost == 0) {
-		/* A window with no samples (and none lost) uploads nothing. */
-	} else if (build_profile(a->build, &a->stacks, &w, &data, &len,
+	if (a->stacks.total == 0 && w.lost == 0)
+		agent_log(a, "window without samples: nothing to send");
+	else if (build_profile(a->build, &a->stacks, &w, &data, &len,
 	    &cause) != 0) {
-		agent_say("cannot build profile: %s", cause);
+		agent_log(a, "cannot build profile: %s", cause);
 		free(cause);
 	} else {
 		a->seq++;
-		if (a->cfg.verbose)
-			agent_say("profile %" PRIu64 ": %" PRId64 " samples, "
-			    "%zu stacks, %zu bytes", a->seq, a->stacks.total,
-			    a->stacks.n, len);
+		agent_log(a, "profile %" PRIu64 ": %" PRId64 " samples, "
+		    "%zu stacks, %zu bytes", a->seq, a->stacks.total,
+		    a->stacks.n, len);
 		if (a->cfg.output_dir != NULL)
 			agent_write_file(a, data, len);
 		if (a->up != NULL)
@@ -266,53 +261,48 @@ agent_window_end(struct agent *a, int disarm)
 	a->win_lost = lost;
 }
 
-/* Window timer: end the window and schedule (or begin) the next. */
+/* The window's time is up: end it and schedule (or begin) the next. */
 static void
-agent_end_cb(evutil_socket_t fd, short what, void *arg)
+agent_window_cut(struct agent *a, int64_t now)
 {
-	struct agent *a = arg;
-	struct timespec start = a->win_mono, now;
-	int64_t period_ms, next_ms;
+	int64_t started = (int64_t)a->win_mono.tv_sec * 1000 +
+	    a->win_mono.tv_nsec / 1000000, period_ms;
 
-	(void)fd;
-	(void)what;
 	if (a->cfg.window_sec >= a->cfg.period_sec && sampler_owns_signal()) {
 		agent_window_end(a, 0);
-		agent_timer(a->end_ev, (int64_t)a->cfg.window_sec * 1000);
+		a->end_at = now + (int64_t)a->cfg.window_sec * 1000;
 		return;
 	}
 	agent_window_end(a, 1);
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	period_ms = (int64_t)a->cfg.period_sec * 1000;
-	next_ms = period_ms * 9 / 10 +
+	a->start_at = started + period_ms * 9 / 10 +
 	    (int64_t)(agent_rand(a) % (uint64_t)(period_ms / 5 + 1));
-	agent_timer(a->start_ev, next_ms - agent_ms_between(&start, &now));
-}
-
-/* Start timer. */
-static void
-agent_start_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	agent_window_start(arg);
+	if (a->start_at <= now)
+		a->start_at = now + 1;
 }
 
 /* Opens a window, unless the program took the agent's signal over. */
 static void
-agent_window_start(struct agent *a)
+agent_window_start(struct agent *a, int64_t now)
 {
-	struct timeval tv;
 	struct timespec wall;
 	char *cause = NULL;
 
-	if (a->stopping || a->off)
+	if (a->off)
 		return;
+	if (!a->sampler_ready) {
+		if (sampler_init(a->cfg.signal, AGENT_RING_SLOTS,
+		    &cause) != 0) {
+			agent_log(a, "%s", cause);
+			free(cause);
+			a->off = 1;
+			return;
+		}
+		a->sampler_ready = 1;
+	}
 	if (!sampler_owns_signal()) {
-		if (a->cfg.verbose)
-			agent_say("the program installed its own handler for "
-			    "signal %d; agent stops profiling",
-			    sampler_signal());
+		agent_log(a, "the program installed its own handler for signal "
+		    "%d; agent stops profiling", sampler_signal());
 		a->off = 1;
 		return;
 	}
@@ -325,72 +315,131 @@ agent_window_start(struct agent *a)
 	a->win_drops = sampler_drops();
 	a->win_lost = sampler_lost();
 	if (sampler_start(a->cfg.hz, &cause) != 0) {
-		agent_say("%s; agent stops profiling", cause);
+		agent_log(a, "%s; agent stops profiling", cause);
 		free(cause);
 		a->off = 1;
 		return;
 	}
 	a->in_window = 1;
-	tv.tv_sec = (time_t)(a->drain_ms / 1000);
-	tv.tv_usec = (suseconds_t)(a->drain_ms % 1000) * 1000;
-	event_add(a->drain_ev, &tv);
-	agent_timer(a->end_ev, (int64_t)a->cfg.window_sec * 1000);
+	a->drain_at = now + (a->drain_ms < AGENT_FIRST_TICK_MS ? a->drain_ms :
+	    AGENT_FIRST_TICK_MS);
+	a->end_at = now + (int64_t)a->cfg.window_sec * 1000;
 }
 
-/* While stopping: quit once uploads are done or the deadline passed. */
-static void
-agent_flush_cb(evutil_socket_t fd, short what, void *arg)
+/* The exit deadline if a stop was asked for, else 0; else busy := set. */
+static int64_t
+agent_stop_deadline(struct agent *a, int set)
+{
+	int64_t at;
+
+	pthread_mutex_lock(&a->lock);
+	if ((at = a->stop_at) == 0 && set)
+		a->busy = 1;
+	pthread_mutex_unlock(&a->lock);
+	return at;
+}
+
+/* Between an upload's wait slices: keep draining; pass the exit deadline. */
+static int64_t
+agent_upload_hook(void *arg)
 {
 	struct agent *a = arg;
+	int64_t now = upload_now_ms();
+
+	if (a->in_window && now >= a->drain_at) {
+		agent_drain_tick(a);
+		a->drain_at = now + a->drain_ms;
+	}
+	return agent_stop_deadline(a, 0);
+}
+
+/* Sleeps until wake (monotonic ms) or a stop request. */
+static void
+agent_sleep_until(struct agent *a, int64_t wake)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)(wake / 1000);
+	ts.tv_nsec = (long)(wake % 1000) * 1000000;
+	pthread_mutex_lock(&a->lock);
+	a->busy = 0;
+	while (a->stop_at == 0 && upload_now_ms() < wake)
+		if (pthread_cond_timedwait(&a->cond, &a->lock, &ts) ==
+		    ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* The thread's share of the start: what the constructor need not pay. */
+static void
+agent_setup(struct agent *a)
+{
 	struct timespec now;
 
-	(void)fd;
-	(void)what;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (a->up == NULL || upload_idle(a->up) ||
-	    agent_ms_between(&now, &a->flush_deadline) <= 0) {
-		event_base_loopbreak(a->base);
-		return;
-	}
-	agent_timer(a->flush_ev, 20);
-}
-
-/* The stop request: finish the window and flush. */
-static void
-agent_wake_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct agent *a = arg;
-	char c;
-
-	(void)what;
-	while (read(fd, &c, 1) == 1)
-		;
-	if (a->stopping)
-		return;
-	a->stopping = 1;
-	evtimer_del(a->start_ev);
-	evtimer_del(a->end_ev);
-	agent_window_end(a, 1);
-	sampler_stop();
-	clock_gettime(CLOCK_MONOTONIC, &a->flush_deadline);
-	a->flush_deadline.tv_sec += AGENT_FLUSH_MS / 1000;
+	a->build = build_new();
+	a->drain_ms = agent_drain_interval(a->cfg.hz);
+	clock_gettime(CLOCK_REALTIME, &now);
+	a->rng = ((uint64_t)a->pid << 32) ^ (uint64_t)now.tv_nsec ^
+	    (uint64_t)(uintptr_t)a;
+	if (a->rng == 0)
+		a->rng = 1;
+	a->start_at = upload_now_ms() + (int64_t)(agent_rand(a) %
+	    ((uint64_t)a->cfg.period_sec * 100 + 1));
 	if (a->up != NULL)
-		upload_flush(a->up);
-	agent_timer(a->flush_ev, 0);
+		upload_set_hook(a->up, agent_upload_hook, a);
 }
 
-/* The agent thread: run the loop until stopped. */
+/* One pass of the thread: what is due now; returns when to wake next. */
+static int64_t
+agent_step(struct agent *a)
+{
+	int64_t now = upload_now_ms(), wake, retry;
+
+	if (a->start_at != 0 && now >= a->start_at) {
+		a->start_at = 0;
+		agent_window_start(a, now);
+	}
+	if (a->in_window && now >= a->drain_at) {
+		agent_drain_tick(a);
+		a->drain_at = now + a->drain_ms;
+	}
+	if (a->in_window && now >= a->end_at)
+		agent_window_cut(a, now);
+	retry = a->up != NULL ? upload_run(a->up) : -1;
+	now = upload_now_ms();
+	wake = now + AGENT_IDLE_MS;
+	if (a->start_at != 0 && a->start_at < wake)
+		wake = a->start_at;
+	if (a->in_window && a->drain_at < wake)
+		wake = a->drain_at;
+	if (a->in_window && a->end_at < wake)
+		wake = a->end_at;
+	if (retry >= 0 && now + retry < wake)
+		wake = now + retry;
+	return wake;
+}
+
+/* The agent thread: windows and uploads until stopped, then the last. */
 static void *
 agent_main(void *arg)
 {
 	struct agent *a = arg;
 	sigset_t set;
+	int64_t deadline;
 
 	/* Sample this thread too: its CPU time is the agent's overhead. */
 	sigemptyset(&set);
 	sigaddset(&set, a->cfg.signal);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-	event_base_dispatch(a->base);
+	pthread_setname_np(pthread_self(), "profd-agent");
+	agent_setup(a);
+	while ((deadline = agent_stop_deadline(a, 1)) == 0)
+		agent_sleep_until(a, agent_step(a));
+	agent_window_end(a, 1);
+	if (a->sampler_ready)
+		sampler_stop();
+	if (a->up != NULL)
+		upload_flush(a->up, deadline);
 	return NULL;
 }
 
@@ -400,34 +449,20 @@ agent_free(struct agent *a)
 {
 	if (a->up != NULL)
 		upload_free(a->up);
-	if (a->wake_ev != NULL)
-		event_free(a->wake_ev);
-	if (a->start_ev != NULL)
-		event_free(a->start_ev);
-	if (a->end_ev != NULL)
-		event_free(a->end_ev);
-	if (a->drain_ev != NULL)
-		event_free(a->drain_ev);
-	if (a->flush_ev != NULL)
-		event_free(a->flush_ev);
-	if (a->base != NULL)
-		event_base_free(a->base);
-	if (a->wake[0] != -1)
-		close(a->wake[0]);
-	if (a->wake[1] != -1)
-		close(a->wake[1]);
 	build_free(a->build);
 	stacks_free(&a->stacks);
 	settings_clear(&a->cfg);
+	pthread_cond_destroy(&a->cond);
+	pthread_mutex_destroy(&a->lock);
 	free(a);
 }
 
 /*
  * Fork child: the agent thread does not exist here; forget the parent's
  * agent (its copy is left as is) and start the child's own with the same
- * settings. Only the thread is started here; it maps the ring and creates
- * timers at its first window, so a child that execs at once pays for one
- * pthread_create.
+ * settings, lazily: only the thread is started here, and it maps the ring
+ * and creates timers at its first window, so a child that execs at once
+ * pays for one pthread_create.
  */
 static void
 agent_atfork_child(void)
@@ -440,10 +475,9 @@ agent_atfork_child(void)
 	if (parent == NULL)
 		return;
 	sampler_forget();
-	close(parent->wake[0]);
-	close(parent->wake[1]);
-	agent_current = NULL;
-	if (parent->off || parent->stopping)
+	upload_atfork_child(parent->up);
+	agent_current = NULL;	/* the parent's copy is left as is */
+	if (parent->off)
 		return;
 	memset(&cfg, 0, sizeof cfg);
 	cfg.collector_url = parent->cfg.collector;
@@ -458,7 +492,9 @@ agent_atfork_child(void)
 	cfg.queue_max = parent->cfg.queue_max;
 	cfg.verbose = parent->cfg.verbose;
 	cfg.signal = parent->cfg.signal;
-	if (profd_agent_start(&cfg, &cause) != 0) {
+	cfg.exit_timeout_ms = parent->cfg.exit_timeout_ms == 0 ? -1 :
+	    parent->cfg.exit_timeout_ms;
+	if (agent_start(&cfg, 1, &cause) != 0) {
 		if (cfg.verbose)
 			agent_say("%s; profiling off in this child", cause);
 		free(cause);
@@ -505,10 +541,36 @@ agent_labels(const char *labels)
 	return out;
 }
 
-/* Exit: flush and stop. */
+/*
+ * Exit. When the agent thread sleeps with no window open and nothing
+ * queued (a short process before its first window), there is nothing to
+ * send: mark it stopped without waking it, detach it and let the process
+ * end (a is not freed; the thread, should it wake, only sees the stop and
+ * returns).
+ * That costs the exit one lock instead of a thread wake-up and join, which
+ * on a busy machine waits for a CPU. Otherwise flush and stop.
+ */
 static void
 agent_atexit(void)
 {
+	struct agent *a;
+	int idle;
+
+	pthread_mutex_lock(&agent_mutex);
+	a = agent_current;
+	if (a != NULL && a->pid == getpid()) {
+		pthread_mutex_lock(&a->lock);
+		/* in_window and the queue are the thread's; it is idle. */
+		idle = !a->busy && !a->in_window &&
+		    (a->up == NULL || upload_idle(a->up));
+		if (idle) {
+			a->stop_at = upload_now_ms();
+			agent_current = NULL;
+			pthread_detach(a->thread);
+		}
+		pthread_mutex_unlock(&a->lock);
+	}
+	pthread_mutex_unlock(&agent_mutex);
 	profd_agent_stop();
 }
 
@@ -520,19 +582,26 @@ agent_hooks_once(void)
 	atexit(agent_atexit);
 }
 
-/* Starts the agent thread with cfg. */
-int
-profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
+/*
+ * Starts the agent thread with cfg. lazy (LD_PRELOAD's constructor):
+ * sampler_init (the ring, the handler) waits for the first window, so a
+ * process that ends before it never pays for them.
+ */
+static int
+agent_start(const struct profd_agent_config *cfg, int lazy, char **errstr)
 {
 	struct agent *a;
-	struct timespec now;
+	pthread_condattr_t ca;
 	sigset_t all, old;
-	int64_t delay_ms;
 	char *cause = NULL, *labels;
 	int rc;
 
 	a = xcalloc(1, sizeof *a);
-	a->wake[0] = a->wake[1] = -1;
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	if (settings_check(cfg, &a->cfg, errstr) != 0) {
 		agent_free(a);
 		return -1;
@@ -543,42 +612,20 @@ profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
 		agent_free(a);
 		return xcause(errstr, "the agent is already running");
 	}
-	if (sampler_init(a->cfg.signal, AGENT_RING_SLOTS, &cause) != 0)
-		goto fail;
-	if (pipe2(a->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
-		xcause(&cause, "pipe: %s", strerror(errno));
-		goto fail_sampler;
-	}
-	if ((a->base = event_base_new()) == NULL) {
-		xcause(&cause, "event_base_new failed");
-		goto fail_sampler;
+	if (!lazy) {
+		if (sampler_init(a->cfg.signal, AGENT_RING_SLOTS, &cause) != 0)
+			goto fail;
+		a->sampler_ready = 1;
 	}
 	labels = agent_labels(a->cfg.labels);
-	if (a->cfg.collector != NULL && (a->up = upload_new(a->base,
-	    a->cfg.collector, a->cfg.service, labels, a->cfg.token,
+	if (a->cfg.collector != NULL && (a->up = upload_new(a->cfg.collector,
+	    a->cfg.service, labels, a->cfg.token,
 	    (size_t)a->cfg.queue_max, a->cfg.verbose, &cause)) == NULL) {
 		free(labels);
 		goto fail_sampler;
 	}
 	free(labels);
-	a->wake_ev = event_new(a->base, a->wake[0], EV_READ | EV_PERSIST,
-	    agent_wake_cb, a);
-	a->start_ev = evtimer_new(a->base, agent_start_cb, a);
-	a->end_ev = evtimer_new(a->base, agent_end_cb, a);
-	a->drain_ev = event_new(a->base, -1, EV_PERSIST, agent_drain_cb, a);
-	a->flush_ev = evtimer_new(a->base, agent_flush_cb, a);
-	event_add(a->wake_ev, NULL);
-	a->build = build_new();
-	a->drain_ms = agent_drain_interval(a->cfg.hz);
 	a->pid = getpid();
-	clock_gettime(CLOCK_REALTIME, &now);
-	a->rng = ((uint64_t)a->pid << 32) ^ (uint64_t)now.tv_nsec ^
-	    (uint64_t)(uintptr_t)a;
-	if (a->rng == 0)
-		a->rng = 1;
-	delay_ms = (int64_t)(agent_rand(a) %
-	    ((uint64_t)a->cfg.period_sec * 100 + 1));
-	agent_timer(a->start_ev, delay_ms);
 
 	pthread_once(&agent_once, agent_hooks_once);
 	/* The agent thread takes no signal meant for the program. */
@@ -590,19 +637,18 @@ profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
 		xcause(&cause, "pthread_create: %s", strerror(rc));
 		goto fail_sampler;
 	}
-	pthread_setname_np(a->thread, "profd-agent");
 	agent_current = a;
 	pthread_mutex_unlock(&agent_mutex);
-	if (a->cfg.verbose)
-		agent_say("profiling %s at %d Hz, %d s every %d s, to %s%s%s",
-		    a->cfg.service, a->cfg.hz, a->cfg.window_sec,
-		    a->cfg.period_sec, a->up != NULL ? upload_target(a->up) :
-		    "(no upload)", a->cfg.output_dir ? " and " : "",
-		    a->cfg.output_dir ? a->cfg.output_dir : "");
+	agent_log(a, "profiling %s at %d Hz, %d s every %d s, to %s%s%s",
+	    a->cfg.service, a->cfg.hz, a->cfg.window_sec, a->cfg.period_sec,
+	    a->up != NULL ? upload_target(a->up) : "(no upload)",
+	    a->cfg.output_dir ? " and " : "",
+	    a->cfg.output_dir ? a->cfg.output_dir : "");
 	return 0;
 
 fail_sampler:
-	sampler_fini();
+	if (a->sampler_ready)
+		sampler_fini();
 fail:
 	pthread_mutex_unlock(&agent_mutex);
 	agent_free(a);
@@ -613,12 +659,20 @@ fail:
 	return -1;
 }
 
-/* Stops the agent: last window, flush (bounded), join. */
+/* Starts the agent thread with cfg; the sampler is ready on return. */
+int
+profd_agent_start(const struct profd_agent_config *cfg, char **errstr)
+{
+	return agent_start(cfg, 0, errstr);
+}
+
+/* Stops the agent: last window, flush until the exit deadline, join. */
 void
 profd_agent_stop(void)
 {
 	struct agent *a;
 	struct timespec deadline;
+	int64_t ms;
 	int rc;
 
 	pthread_mutex_lock(&agent_mutex);
@@ -629,23 +683,36 @@ profd_agent_stop(void)
 		return;
 	if (pthread_equal(a->thread, pthread_self()))
 		return;	/* never from the agent's own thread */
-	(void)write(a->wake[1], "s", 1);
+	pthread_mutex_lock(&a->lock);
+	a->stop_at = upload_now_ms() + a->cfg.exit_timeout_ms;
+	pthread_cond_signal(&a->cond);
+	pthread_mutex_unlock(&a->lock);
 	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += AGENT_JOIN_MS / 1000;
+	ms = a->cfg.exit_timeout_ms + AGENT_JOIN_SLACK_MS;
+	deadline.tv_sec += (time_t)(ms / 1000);
+	deadline.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
 	rc = pthread_timedjoin_np(a->thread, NULL, &deadline);
 	if (rc != 0) {
-		agent_say("agent thread did not stop in time; leaving it");
+		/* Still building: it ends with the process; a is not freed. */
+		agent_log(a, "agent thread did not stop in %d ms; leaving it",
+		    a->cfg.exit_timeout_ms);
 		return;
 	}
-	sampler_fini();
+	if (a->sampler_ready)
+		sampler_fini();
 	if (a->cfg.verbose && a->up != NULL) {
 		struct upload_stats st;
 
 		upload_stats(a->up, &st);
 		agent_say("stopped: %" PRIu64 " profiles sent, %" PRIu64
 		    " dropped, %" PRIu64 " rejected, %" PRIu64 " failed "
-		    "attempts, %" PRIu64 " samples lost", st.sent, st.dropped,
-		    st.rejected, st.failures, sampler_drops());
+		    "attempts, %" PRIu64 " samples lost, %" PRIu64 " sockets "
+		    "closed by the program", st.sent, st.dropped, st.rejected,
+		    st.failures, sampler_drops(), st.fds_lost);
 	}
 	agent_free(a);
 }
@@ -660,7 +727,7 @@ agent_env_start(void)
 
 	if ((rc = settings_from_env(&cfg, &cause)) == 0)
 		return;
-	if (rc < 0 || profd_agent_start(&cfg, &cause) != 0) {
+	if (rc < 0 || agent_start(&cfg, 1, &cause) != 0) {
 		agent_say("%s; profiling off", cause);
 		free(cause);
 	}

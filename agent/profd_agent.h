@@ -32,6 +32,9 @@ struct profd_agent_config {
 	int		 verbose;	/* log each profile and upload */
 	int		 signal;	/* real-time signal for sampling;
 					   0: SIGRTMAX-4 */
+	int		 exit_timeout_ms; /* at stop or exit, wait at most this
+					   long for the last uploads; 0: 200,
+					   -1: do not wait */
 };
 
 /*
@@ -43,9 +46,10 @@ struct profd_agent_config {
 int	profd_agent_start(const struct profd_agent_config *, char **errstr);
 
 /*
- * Stops sampling, turns the current window into a profile and uploads what
- * is queued for up to about 2 s, then stops the agent thread. Also runs at
- * exit. Safe to call when the agent is not running.
+ * Stops sampling, turns the current window into a profile (if it has
+ * samples) and uploads what is queued for up to exit_timeout_ms (default
+ * 200 ms), then stops the agent thread. Also runs at exit. Safe to call
+ * when the agent is not running.
  */
 void	profd_agent_stop(void);
 

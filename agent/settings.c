@@ -84,6 +84,13 @@ settings_check(const struct profd_agent_config *in, struct settings *out,
 		return xcause(cause, "queue size %d is not in 1..1024",
 		    in->queue_max);
 	out->queue_max = in->queue_max ? in->queue_max : 8;
+	if (in->exit_timeout_ms < -1 ||
+	    in->exit_timeout_ms > SETTINGS_MAX_EXIT_TIMEOUT_MS)
+		return xcause(cause, "exit timeout %d ms is not in -1..%d",
+		    in->exit_timeout_ms, SETTINGS_MAX_EXIT_TIMEOUT_MS);
+	out->exit_timeout_ms = in->exit_timeout_ms == 0 ?
+	    SETTINGS_DEFAULT_EXIT_TIMEOUT_MS :
+	    in->exit_timeout_ms < 0 ? 0 : in->exit_timeout_ms;
 	out->verbose = in->verbose;
 	if (in->signal != 0 && (in->signal < SIGRTMIN ||
 	    in->signal > SIGRTMAX))
@@ -190,6 +197,36 @@ settings_env_int(const char *name, int lo, int hi, int duration, int *out,
 	return 0;
 }
 
+/*
+ * Parses PROFD_EXIT_TIMEOUT: whole milliseconds, bare or with ms, or whole
+ * seconds with s (200, 200ms, 1s), in 0..10000 ms; 0 becomes -1 (do not
+ * wait) in the config.
+ */
+static int
+settings_env_exit_timeout(int *out, char **cause)
+{
+	const char *v = getenv("PROFD_EXIT_TIMEOUT");
+	char *end;
+	long n;
+
+	if (v == NULL || *v == '\0')
+		return 0;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (end != v && strcmp(end, "s") == 0 && n <= 10) {
+		n *= 1000;
+		end++;
+	} else if (end != v && strcmp(end, "ms") == 0)
+		end += 2;
+	if (errno != 0 || end == v || *end != '\0' || n < 0 ||
+	    n > SETTINGS_MAX_EXIT_TIMEOUT_MS)
+		return xcause(cause, "PROFD_EXIT_TIMEOUT=\"%s\" is not a "
+		    "duration (milliseconds, or with ms/s) in 0..%d ms", v,
+		    SETTINGS_MAX_EXIT_TIMEOUT_MS);
+	*out = n == 0 ? -1 : (int)n;
+	return 0;
+}
+
 /* Fills a struct profd_agent_config from the PROFD_* variables. */
 int
 settings_from_env(struct profd_agent_config *out, char **cause)
@@ -214,7 +251,8 @@ settings_from_env(struct profd_agent_config *out, char **cause)
 	    settings_env_int("PROFD_PERIOD", 1, 86400, 1, &out->period_sec,
 	    cause) != 0 ||
 	    settings_env_int("PROFD_QUEUE", 1, 1024, 0, &out->queue_max,
-	    cause) != 0)
+	    cause) != 0 ||
+	    settings_env_exit_timeout(&out->exit_timeout_ms, cause) != 0)
 		return -1;
 	if ((v = getenv("PROFD_SIGNAL")) != NULL && *v != '\0' &&
 	    settings_parse_signal(v, &out->signal, cause) != 0)

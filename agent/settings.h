@@ -11,6 +11,8 @@
 #include "agent/profd_agent.h"
 
 #define SETTINGS_DEFAULT_COLLECTOR	"http://127.0.0.1:10100"
+#define SETTINGS_DEFAULT_EXIT_TIMEOUT_MS	200
+#define SETTINGS_MAX_EXIT_TIMEOUT_MS	10000
 
 /* A checked, owned copy of the settings. */
 struct settings {
@@ -25,6 +27,7 @@ struct settings {
 	int	 queue_max;
 	int	 verbose;
 	int	 signal;	/* a real-time signal number */
+	int	 exit_timeout_ms;	/* 0: do not wait at exit */
 };
 
 /* Checks in and fills *out with defaults applied. */
@@ -36,7 +39,7 @@ void	settings_clear(struct settings *s);
 /*
  * Reads PROFD_COLLECTOR, PROFD_SERVICE, PROFD_LABELS, PROFD_TOKEN,
  * PROFD_HZ, PROFD_WINDOW, PROFD_PERIOD, PROFD_QUEUE, PROFD_OUTPUT_DIR,
- * PROFD_SIGNAL and PROFD_VERBOSE. Returns 0 if PROFD_SERVICE is unset (agent off), 1 when
+ * PROFD_SIGNAL, PROFD_EXIT_TIMEOUT and PROFD_VERBOSE. Returns 0 if PROFD_SERVICE is unset (agent off), 1 when
  * *out is filled (strings point into the environment), -1 on a bad value.
  */
 int	settings_from_env(struct profd_agent_config *out, char **cause);

@@ -1,33 +1,58 @@
 /*
- * Uploads to the collector, on the agent's own event loop. Profiles wait in
- * a bounded FIFO (the oldest is dropped when it is full, so a collector
- * that is away costs bounded memory) and go out one at a time over one
- * evhttp connection: POST {prefix}/api/0/profiles?service=S&type=cpu&
- * labels=L. A 2xx removes the profile; a 4xx drops it (retrying cannot
- * help); a 5xx or a connection error keeps it and retries after a capped
- * exponential backoff with jitter (1 s doubling to 30 s, each wait drawn
- * from [d/2, d]).
+ * Uploads to the collector from the agent thread, with a small blocking
+ * HTTP/1.1 client (no event loop, so the agent holds no descriptor between
+ * uploads). Profiles wait in a bounded FIFO (the oldest is dropped when it
+ * is full, so a collector that is away costs bounded memory) and go out
+ * one at a time, one connection per request: POST {prefix}/api/0/profiles?
+ * service=S&type=cpu&labels=L with a Content-Length body and "Connection:
+ * close". A 2xx removes the profile; a 4xx drops it (retrying cannot
+ * help); a 5xx, a connection error or a timeout keeps it and retries after
+ * a capped exponential backoff with jitter (1 s doubling to 30 s, each
+ * wait drawn from [d/2, d]).
+ *
+ * Descriptors: the socket is opened with SOCK_CLOEXEC for one exchange and
+ * its identity (st_dev, st_ino: a socket's inode is unique) is recorded.
+ * The program may close it behind our back (close_range(3, ~0U) in ssh,
+ * os.closerange in Python) and reuse the number for a file of its own, so
+ * before every read, write and close the identity is checked again; a
+ * descriptor that is no longer ours is forgotten, never closed or written,
+ * and the attempt is retried once on a new socket at once.
+ *
+ * Waits are poll(2) slices of at most UPLOAD_SLICE_MS; after each slice the
+ * agent's wait hook runs (it drains the sample ring and may pull the
+ * deadline in, e.g. when the program exits), so a slow collector neither
+ * stalls sampling nor holds the program's exit past its deadline.
  */
 #include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 
 #include <errno.h>
+#include <stdarg.h>
+#include <netdb.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <event2/buffer.h>
-#include <event2/event.h>
-#include <event2/http.h>
 
 #include "agent/upload.h"
 #include "common/xmalloc.h"
 
 #define UPLOAD_BACKOFF_MIN_MS	1000
 #define UPLOAD_BACKOFF_MAX_MS	30000
-#define UPLOAD_TIMEOUT_SEC	10
+#define UPLOAD_TIMEOUT_MS	10000
+#define UPLOAD_SLICE_MS		50
+#define UPLOAD_REPLY_MAX	4096	/* reply bytes kept (status, headers,
+					   start of an error body) */
+
+/* Outcome of one exchange besides an HTTP status. */
+#define UPLOAD_ERR_CONNECT	0	/* refused, reset, timed out */
+#define UPLOAD_ERR_LOST		-1	/* our descriptor was taken away */
 
 struct upload_item {
 	uint8_t			*data;
@@ -36,28 +61,52 @@ struct upload_item {
 };
 
 struct upload {
-	struct event_base		*base;
-	struct evhttp_connection	*conn;
-	struct event			*retry_ev;
-	char				*host;
-	int				 port;
+	char				*host;		/* for getaddrinfo */
+	char				*port;
 	char				*hostport;	/* Host header */
 	char				*target;	/* path?query */
 	char				*auth;		/* "Bearer ..." */
 	TAILQ_HEAD(, upload_item)	 queue;
 	size_t				 queued;
 	size_t				 queue_max;
-	int				 inflight;
-	int				 waiting;	/* retry_ev armed */
-	int				 attempts;	/* failures in a row */
-	int				 flushing;	/* last try before exit */
-	int				 gave_up;
+	int64_t				 retry_at;	/* ms; 0: now */
+	int				 attempts;	/* failed in a row */
+	int				 gave_up;	/* a flush try failed */
 	int				 verbose;
 	uint64_t			 rng;
+	int				 fd;		/* -1 between uploads */
+	dev_t				 fd_dev;
+	ino_t				 fd_ino;
+	int64_t				 deadline;	/* of the exchange */
+	upload_hook_cb			 hook;
+	void				*hook_arg;
 	struct upload_stats		 stats;
 };
 
-static void	upload_send(struct upload *);
+/* Monotonic clock in milliseconds. */
+int64_t
+upload_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One line on stderr when verbose (never otherwise: it is the program's). */
+static void __attribute__((format(printf, 2, 3)))
+upload_log(struct upload *u, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (!u->verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "profd-agent[%d]: %s\n", (int)getpid(), buf);
+}
 
 /* Percent-encodes everything but unreserved characters. */
 char *
@@ -135,28 +184,255 @@ upload_pop(struct upload *u)
 	free(it);
 }
 
-/* Retry timer: send the head of the queue again. */
-static void
-upload_retry_cb(evutil_socket_t fd, short what, void *arg)
+/* True while u->fd is still the socket we opened. */
+static int
+upload_fd_ours(struct upload *u)
 {
-	struct upload *u = arg;
+	struct stat sb;
 
-	(void)fd;
-	(void)what;
-	u->waiting = 0;
-	upload_send(u);
+	if (u->fd == -1 || fstat(u->fd, &sb) != 0)
+		return 0;
+	return S_ISSOCK(sb.st_mode) && sb.st_dev == u->fd_dev &&
+	    sb.st_ino == u->fd_ino;
 }
 
-/* Arms the retry timer after a failure. */
+/* Closes the socket if it is still ours; otherwise only forgets it. */
 static void
-upload_backoff(struct upload *u)
+upload_fd_close(struct upload *u)
 {
-	struct timeval tv;
+	if (u->fd == -1)
+		return;
+	if (upload_fd_ours(u))
+		close(u->fd);
+	else {
+		u->stats.fds_lost++;
+		upload_log(u, "upload socket %d was closed by the program; "
+		    "forgotten, not closed", u->fd);
+	}
+	u->fd = -1;
+}
+
+/*
+ * Waits for events on the socket until the exchange's deadline, in slices
+ * that run the hook (which may pull the deadline in). 0 when ready, -1 on
+ * timeout or when the descriptor is no longer ours.
+ */
+static int
+upload_wait(struct upload *u, short events)
+{
+	struct pollfd pfd;
+	int64_t left, cap;
+	int n;
+
+	for (;;) {
+		if (u->hook != NULL && (cap = u->hook(u->hook_arg)) != 0 &&
+		    cap < u->deadline)
+			u->deadline = cap;
+		left = u->deadline - upload_now_ms();
+		if (left <= 0 || !upload_fd_ours(u))
+			return -1;
+		pfd.fd = u->fd;
+		pfd.events = events;
+		pfd.revents = 0;
+		n = poll(&pfd, 1, (int)(left < UPLOAD_SLICE_MS ? left :
+		    UPLOAD_SLICE_MS));
+		if (n < 0 && errno != EINTR)
+			return -1;
+		if (n > 0)
+			return (pfd.revents & POLLNVAL) ? -1 : 0;
+	}
+}
+
+/* Opens and connects a socket to the collector; -1 on failure. */
+static int
+upload_connect(struct upload *u)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	struct stat sb;
+	socklen_t elen;
+	int err;
+
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	if ((err = getaddrinfo(u->host, u->port, &hints, &res)) != 0) {
+		upload_log(u, "cannot resolve %s: %s", u->host,
+		    gai_strerror(err));
+		return -1;
+	}
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		u->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
+		    SOCK_NONBLOCK, ai->ai_protocol);
+		if (u->fd == -1)
+			continue;
+		if (fstat(u->fd, &sb) != 0) {
+			close(u->fd);
+			u->fd = -1;
+			continue;
+		}
+		u->fd_dev = sb.st_dev;
+		u->fd_ino = sb.st_ino;
+		if (connect(u->fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		err = 0;
+		elen = sizeof err;
+		if (errno == EINPROGRESS && upload_wait(u, POLLOUT) == 0 &&
+		    getsockopt(u->fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0 &&
+		    err == 0)
+			break;
+		upload_fd_close(u);
+	}
+	freeaddrinfo(res);
+	return u->fd == -1 ? -1 : 0;
+}
+
+/* Sends the iovecs in full; -1 on error or timeout. */
+static int
+upload_send_all(struct upload *u, struct iovec *iov, int iovcnt)
+{
+	struct msghdr msg;
+	ssize_t n;
+
+	while (iovcnt > 0) {
+		if (iov->iov_len == 0) {
+			iov++;
+			iovcnt--;
+			continue;
+		}
+		if (!upload_fd_ours(u))
+			return -1;
+		memset(&msg, 0, sizeof msg);
+		msg.msg_iov = iov;
+		msg.msg_iovlen = (size_t)iovcnt;
+		n = sendmsg(u->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if ((errno != EAGAIN && errno != EWOULDBLOCK) ||
+			    upload_wait(u, POLLOUT) != 0)
+				return -1;
+			continue;
+		}
+		while (n > 0 && iovcnt > 0) {
+			if ((size_t)n >= iov->iov_len) {
+				n -= (ssize_t)iov->iov_len;
+				iov++;
+				iovcnt--;
+			} else {
+				iov->iov_base = (char *)iov->iov_base + n;
+				iov->iov_len -= (size_t)n;
+				n = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Reads the reply into buf (at most UPLOAD_REPLY_MAX - 1 bytes kept) until
+ * the headers and Content-Length bytes of body are in, or EOF. Returns the
+ * status code, or -1. *body points at the body in buf.
+ */
+static int
+upload_read_reply(struct upload *u, char *buf, const char **body)
+{
+	size_t len = 0, want = 0;
+	char *end = NULL, *cl;
+	ssize_t n;
+	int code;
+
+	*body = "";
+	for (;;) {
+		if (end != NULL && len >= want)
+			break;
+		if (len >= UPLOAD_REPLY_MAX - 1)
+			break;
+		if (!upload_fd_ours(u))
+			return -1;
+		n = recv(u->fd, buf + len, UPLOAD_REPLY_MAX - 1 - len,
+		    MSG_DONTWAIT);
+		if (n == 0)
+			break;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if ((errno != EAGAIN && errno != EWOULDBLOCK) ||
+			    upload_wait(u, POLLIN) != 0)
+				return -1;
+			continue;
+		}
+		len += (size_t)n;
+		buf[len] = '\0';
+		if (end == NULL && (end = strstr(buf, "\r\n\r\n")) != NULL) {
+			want = (size_t)(end + 4 - buf);
+			for (cl = buf; (cl = strchr(cl, '\n')) != NULL &&
+			    cl < end;) {
+				cl++;
+				if (strncasecmp(cl, "Content-Length:", 15) == 0)
+					want += strtoul(cl + 15, NULL, 10);
+			}
+		}
+	}
+	buf[len] = '\0';
+	if (len < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || buf[8] != ' ' ||
+	    sscanf(buf + 9, "%3d", &code) != 1 || code < 100 || code > 599)
+		return -1;
+	if (end != NULL)
+		*body = end + 4;
+	return code;
+}
+
+/*
+ * One POST of the head of the queue on a new connection. Returns the HTTP
+ * status, UPLOAD_ERR_CONNECT or UPLOAD_ERR_LOST; msg gets the start of
+ * the reply's body.
+ */
+static int
+upload_exchange(struct upload *u, const struct upload_item *it, char *msg,
+    size_t msgsize)
+{
+	char reply[UPLOAD_REPLY_MAX];
+	const char *body;
+	struct iovec iov[2];
+	char *head;
+	int code = UPLOAD_ERR_CONNECT;
+
+	msg[0] = '\0';
+	if (upload_connect(u) != 0)
+		goto out;
+	head = xasprintf("POST %s HTTP/1.1\r\nHost: %s\r\n"
+	    "User-Agent: libprofd-agent/" PACKAGE_VERSION "\r\n"
+	    "Content-Type: application/octet-stream\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\n%s%s%s\r\n",
+	    u->target, u->hostport, it->len,
+	    u->auth != NULL ? "Authorization: " : "",
+	    u->auth != NULL ? u->auth : "", u->auth != NULL ? "\r\n" : "");
+	iov[0].iov_base = head;
+	iov[0].iov_len = strlen(head);
+	iov[1].iov_base = it->data;
+	iov[1].iov_len = it->len;
+	if (upload_send_all(u, iov, 2) == 0 &&
+	    (code = upload_read_reply(u, reply, &body)) > 0)
+		snprintf(msg, msgsize, "%s", body);
+	else
+		code = UPLOAD_ERR_CONNECT;
+	free(head);
+out:
+	if (u->fd != -1 && !upload_fd_ours(u))
+		code = UPLOAD_ERR_LOST;
+	upload_fd_close(u);
+	return code;
+}
+
+/* Arms the retry wait after a failure (or gives up when flushing). */
+static void
+upload_backoff(struct upload *u, int flushing)
+{
 	uint64_t d = UPLOAD_BACKOFF_MIN_MS;
 	int i;
 
 	u->stats.failures++;
-	if (u->flushing) {
+	if (flushing) {
 		/* Exiting: one more try only; never hold the program up. */
 		u->gave_up = 1;
 		return;
@@ -167,126 +443,103 @@ upload_backoff(struct upload *u)
 		d = UPLOAD_BACKOFF_MAX_MS;
 	u->attempts++;
 	d = d / 2 + upload_rand(u) % (d / 2 + 1);
-	tv.tv_sec = (time_t)(d / 1000);
-	tv.tv_usec = (suseconds_t)(d % 1000) * 1000;
-	/* The connection reconnects by itself on the next request. */
-	u->waiting = 1;
-	evtimer_add(u->retry_ev, &tv);
+	u->retry_at = upload_now_ms() + (int64_t)d;
 }
 
-/* The collector answered (req != NULL) or the connection failed. */
+/* Sends the head of the queue once (twice if our socket was taken). */
 static void
-upload_done_cb(struct evhttp_request *req, void *arg)
+upload_send_head(struct upload *u, int64_t deadline, int flushing)
 {
-	struct upload *u = arg;
-	int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
-	struct evbuffer *in;
+	struct upload_item *it = TAILQ_FIRST(&u->queue);
 	char msg[200];
-	size_t n = 0;
+	int code, tries = 0;
 
-	u->inflight = 0;
+	do {
+		u->deadline = deadline;
+		code = upload_exchange(u, it, msg, sizeof msg);
+	} while (code == UPLOAD_ERR_LOST && ++tries < 2);
 	if (code >= 200 && code < 300) {
 		u->stats.sent++;
 		u->attempts = 0;
+		u->retry_at = 0;
 		upload_pop(u);
-		if (u->verbose)
-			fprintf(stderr, "profd-agent[%d]: profile uploaded "
-			    "(%d)\n", (int)getpid(), code);
-		upload_send(u);
+		upload_log(u, "profile uploaded (%d)", code);
 		return;
 	}
 	if (code >= 400 && code < 500) {
-		in = evhttp_request_get_input_buffer(req);
-		if (in != NULL)
-			n = evbuffer_copyout(in, msg, sizeof msg - 1);
-		msg[n > 0 ? n : 0] = '\0';
-		fprintf(stderr, "profd-agent[%d]: collector rejected a "
-		    "profile with %d, dropped: %s\n", (int)getpid(), code, msg);
+		upload_log(u, "collector rejected a profile with %d, dropped: "
+		    "%s", code, msg);
 		u->stats.rejected++;
 		u->attempts = 0;
+		u->retry_at = 0;
 		upload_pop(u);
-		upload_send(u);
 		return;
 	}
-	if (u->verbose)
-		fprintf(stderr, "profd-agent[%d]: upload failed (%s %d), "
-		    "%s\n", (int)getpid(), code ? "status" : "connection",
-		    code, u->flushing ? "giving up" : "retrying");
-	upload_backoff(u);
+	upload_log(u, "upload failed (%s %d), %s", code > 0 ? "status" :
+	    "connection", code > 0 ? code : 0, flushing ? "giving up" :
+	    "retrying");
+	upload_backoff(u, flushing);
 }
 
-/* Sends the head of the queue unless busy or backing off. */
-static void
-upload_send(struct upload *u)
+/* Parses http://host[:port][/prefix] into u; -1 with *cause if unusable. */
+static int
+upload_parse_url(struct upload *u, const char *url, char **cause)
 {
-	struct upload_item *it = TAILQ_FIRST(&u->queue);
-	struct evhttp_request *req;
-	struct evkeyvalq *h;
+	const char *p, *host, *hend, *path;
+	char *end;
+	long port = 80;
 
-	if (it == NULL || u->inflight || u->waiting || u->gave_up)
-		return;
-	if (u->conn == NULL) {
-		u->conn = evhttp_connection_base_new(u->base, NULL, u->host,
-		    (unsigned short)u->port);
-		if (u->conn == NULL) {
-			upload_backoff(u);
-			return;
-		}
-		evhttp_connection_set_timeout(u->conn, UPLOAD_TIMEOUT_SEC);
+	if (strncasecmp(url, "http://", 7) != 0 || strpbrk(url, "?#@ ") != NULL)
+		goto bad;
+	host = p = url + 7;
+	if (*p == '[') {
+		host = ++p;
+		if ((hend = strchr(p, ']')) == NULL)
+			goto bad;
+		p = hend + 1;
+	} else {
+		p += strcspn(p, ":/");
+		hend = p;
 	}
-	req = evhttp_request_new(upload_done_cb, u);
-	h = evhttp_request_get_output_headers(req);
-	evhttp_add_header(h, "Host", u->hostport);
-	evhttp_add_header(h, "Content-Type", "application/octet-stream");
-	evhttp_add_header(h, "User-Agent", "libprofd-agent/" PACKAGE_VERSION);
-	if (u->auth != NULL)
-		evhttp_add_header(h, "Authorization", u->auth);
-	evbuffer_add(evhttp_request_get_output_buffer(req), it->data, it->len);
-	u->inflight = 1;
-	if (evhttp_make_request(u->conn, req, EVHTTP_REQ_POST, u->target)
-	    != 0) {
-		/* libevent freed req. */
-		u->inflight = 0;
-		upload_backoff(u);
+	if (hend == host)
+		goto bad;
+	if (*p == ':') {
+		errno = 0;
+		port = strtol(p + 1, &end, 10);
+		if (end == p + 1 || errno != 0 || port < 1 || port > 65535 ||
+		    (*end != '\0' && *end != '/'))
+			goto bad;
+		p = end;
 	}
+	if (*p != '\0' && *p != '/')
+		goto bad;
+	path = p;
+	u->host = xasprintf("%.*s", (int)(hend - host), host);
+	u->port = xasprintf("%ld", port);
+	u->hostport = xasprintf("%.*s", (int)(p - (url + 7)), url + 7);
+	u->target = xstrdup(path);
+	return 0;
+bad:
+	return xcause(cause, "collector URL \"%s\" must be "
+	    "http://host[:port][/prefix]", url);
 }
 
 /* Parses the URL and prepares the request target. */
 struct upload *
-upload_new(struct event_base *base, const char *url, const char *service,
-    const char *labels, const char *token, size_t queue_max, int verbose,
-    char **cause)
+upload_new(const char *url, const char *service, const char *labels,
+    const char *token, size_t queue_max, int verbose, char **cause)
 {
-	struct evhttp_uri *uri;
 	struct upload *u;
-	const char *scheme, *host, *path;
-	char *esvc, *elab = NULL;
+	char *esvc, *elab = NULL, *path;
 	size_t plen;
-	int port;
 
-	if ((uri = evhttp_uri_parse(url)) == NULL) {
-		xcause(cause, "collector URL \"%s\" does not parse", url);
-		return NULL;
-	}
-	scheme = evhttp_uri_get_scheme(uri);
-	host = evhttp_uri_get_host(uri);
-	port = evhttp_uri_get_port(uri);
-	path = evhttp_uri_get_path(uri);
-	if (scheme == NULL || strcasecmp(scheme, "http") != 0 ||
-	    host == NULL || *host == '\0' || evhttp_uri_get_query(uri) != NULL) {
-		xcause(cause, "collector URL \"%s\" must be "
-		    "http://host[:port][/prefix]", url);
-		evhttp_uri_free(uri);
-		return NULL;
-	}
 	u = xcalloc(1, sizeof *u);
-	u->base = base;
-	u->host = xstrdup(host);
-	u->port = port > 0 ? port : 80;
-	u->hostport = port > 0 ? xasprintf("%s:%d", host, port) :
-	    xstrdup(host);
-	if (path == NULL)
-		path = "";
+	u->fd = -1;
+	if (upload_parse_url(u, url, cause) != 0) {
+		upload_free(u);
+		return NULL;
+	}
+	path = u->target;
 	plen = strlen(path);
 	while (plen > 0 && path[plen - 1] == '/')
 		plen--;
@@ -295,9 +548,9 @@ upload_new(struct event_base *base, const char *url, const char *service,
 		elab = upload_escape_labels(labels);
 	u->target = xasprintf("%.*s/api/0/profiles?service=%s&type=cpu%s%s",
 	    (int)plen, path, esvc, elab ? "&labels=" : "", elab ? elab : "");
+	free(path);
 	free(esvc);
 	free(elab);
-	evhttp_uri_free(uri);
 	if (token != NULL && *token != '\0')
 		u->auth = xasprintf("Bearer %s", token);
 	TAILQ_INIT(&u->queue);
@@ -307,54 +560,67 @@ upload_new(struct event_base *base, const char *url, const char *service,
 	    (uint64_t)(uintptr_t)u;
 	if (u->rng == 0)
 		u->rng = 1;
-	u->retry_ev = evtimer_new(base, upload_retry_cb, u);
 	return u;
+}
+
+/* Sets the hook run between wait slices (see upload.h). */
+void
+upload_set_hook(struct upload *u, upload_hook_cb hook, void *arg)
+{
+	u->hook = hook;
+	u->hook_arg = arg;
 }
 
 /* Queues one profile; drops the oldest waiting one if full. */
 void
 upload_push(struct upload *u, uint8_t *data, size_t len)
 {
-	struct upload_item *it, *old;
+	struct upload_item *it;
 
 	if (u->queued >= u->queue_max) {
-		old = TAILQ_FIRST(&u->queue);
-		/* The head may be on the wire; drop the next one then. */
-		if (u->inflight && old != NULL)
-			old = TAILQ_NEXT(old, entry);
-		if (old != NULL) {
-			TAILQ_REMOVE(&u->queue, old, entry);
-			u->queued--;
-			free(old->data);
-			free(old);
-			u->stats.dropped++;
-		}
+		upload_pop(u);
+		u->stats.dropped++;
 	}
 	it = xcalloc(1, sizeof *it);
 	it->data = data;
 	it->len = len;
 	TAILQ_INSERT_TAIL(&u->queue, it, entry);
 	u->queued++;
-	upload_send(u);
 }
 
-/* Cancels a backoff wait and sends now; the next failure ends trying. */
-void
-upload_flush(struct upload *u)
+/* Sends what is due; returns ms until the next retry, or -1. */
+int64_t
+upload_run(struct upload *u)
 {
-	u->flushing = 1;
-	if (u->waiting) {
-		evtimer_del(u->retry_ev);
-		u->waiting = 0;
+	int64_t now = upload_now_ms();
+
+	while (!TAILQ_EMPTY(&u->queue) && !u->gave_up) {
+		if (u->retry_at > now)
+			return u->retry_at - now;
+		upload_send_head(u, now + UPLOAD_TIMEOUT_MS, 0);
+		now = upload_now_ms();
 	}
-	upload_send(u);
+	return -1;
+}
+
+/* Sends everything until deadline (monotonic ms); a failure ends it. */
+void
+upload_flush(struct upload *u, int64_t deadline)
+{
+	while (!TAILQ_EMPTY(&u->queue) && !u->gave_up) {
+		if (upload_now_ms() >= deadline) {
+			u->gave_up = 1;
+			break;
+		}
+		upload_send_head(u, deadline, 1);
+	}
 }
 
 /* True when there is nothing left to send. */
 int
 upload_idle(const struct upload *u)
 {
-	return (u->queued == 0 && !u->inflight) || u->gave_up;
+	return u->queued == 0 || u->gave_up;
 }
 
 /* Copies the counters. */
@@ -371,18 +637,28 @@ upload_target(const struct upload *u)
 	return u->target;
 }
 
-/* Frees everything; an in-flight request is abandoned. */
+/*
+ * Fork child (async-signal-safe): the child inherited a copy of a socket
+ * the parent's agent thread had open; close the copy if it is still ours.
+ */
+void
+upload_atfork_child(struct upload *u)
+{
+	if (u != NULL && u->fd != -1 && upload_fd_ours(u))
+		close(u->fd);
+}
+
+/* Frees everything; the socket, if any, is closed only if still ours. */
 void
 upload_free(struct upload *u)
 {
 	if (u == NULL)
 		return;
-	if (u->conn != NULL)
-		evhttp_connection_free(u->conn);
-	event_free(u->retry_ev);
+	upload_fd_close(u);
 	while (!TAILQ_EMPTY(&u->queue))
 		upload_pop(u);
 	free(u->host);
+	free(u->port);
 	free(u->hostport);
 	free(u->target);
 	free(u->auth);

@@ -1,6 +1,8 @@
 /*
- * Profile uploads to the collector with libevent's HTTP client, from the
- * agent's event loop: a bounded queue, capped exponential backoff.
+ * Profile uploads to the collector from the agent thread: a bounded queue,
+ * capped exponential backoff, and a small blocking HTTP/1.1 client that
+ * holds a descriptor only during an upload and never closes one that is
+ * no longer its own.
  */
 #ifndef PROFD_AGENT_UPLOAD_H
 #define PROFD_AGENT_UPLOAD_H
@@ -8,39 +10,58 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct event_base;
 struct upload;
 
 struct upload_stats {
 	uint64_t	sent;		/* accepted by the collector (2xx) */
 	uint64_t	rejected;	/* 4xx: dropped, not retried */
 	uint64_t	dropped;	/* pushed out of a full queue */
-	uint64_t	failures;	/* 5xx or connection errors */
+	uint64_t	failures;	/* 5xx, connection errors, timeouts */
+	uint64_t	fds_lost;	/* sockets the program closed on us */
 };
+
+/*
+ * Run between wait slices (at most 50 ms apart) while an upload waits on
+ * the network: returns 0, or a monotonic deadline in ms that cuts the
+ * current exchange short (e.g. the program is exiting).
+ */
+typedef int64_t (*upload_hook_cb)(void *arg);
 
 /*
  * Prepares uploads to url (http://host[:port][/prefix]) for the service
  * and labels ("k=v,k=v", may be NULL). Returns NULL with *cause set if the
  * URL is not usable.
  */
-struct upload	*upload_new(struct event_base *, const char *url,
-		    const char *service, const char *labels, const char *token,
-		    size_t queue_max, int verbose, char **cause);
-/* Queues a gzipped profile (takes ownership of data) and sends soon. */
+struct upload	*upload_new(const char *url, const char *service,
+		    const char *labels, const char *token, size_t queue_max,
+		    int verbose, char **cause);
+void		 upload_set_hook(struct upload *, upload_hook_cb, void *arg);
+/* Queues a gzipped profile (takes ownership of data). */
 void		 upload_push(struct upload *, uint8_t *data, size_t len);
 /*
- * Sends now, skipping any backoff wait (used when stopping); after this, a
- * failed attempt ends all trying (upload_idle becomes true).
+ * Sends the queued profiles whose retry time has come, each in one
+ * blocking exchange of at most 10 s. Returns the ms until the next retry
+ * is due, or -1 when nothing waits.
  */
-void		 upload_flush(struct upload *);
-/* True when nothing is queued or in flight, or flushing gave up. */
+int64_t		 upload_run(struct upload *);
+/*
+ * Sends what is queued, skipping any backoff wait, until deadline
+ * (upload_now_ms() clock); the first failed attempt ends all trying
+ * (upload_idle becomes true).
+ */
+void		 upload_flush(struct upload *, int64_t deadline);
+/* True when nothing is queued, or flushing gave up. */
 int		 upload_idle(const struct upload *);
 void		 upload_stats(const struct upload *, struct upload_stats *);
 /* The request path with query, e.g. "/api/0/profiles?service=...". */
 const char	*upload_target(const struct upload *);
+/* In a fork child: closes the inherited copy of a socket in use. */
+void		 upload_atfork_child(struct upload *);
 void		 upload_free(struct upload *);
 
 /* Percent-encodes s for a query value. Returns a new string. */
 char		*upload_escape(const char *s);
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t		 upload_now_ms(void);
 
 #endif

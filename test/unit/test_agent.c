@@ -16,8 +16,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <event2/event.h>
-
 #include "profile.pb-c.h"
 
 #include "agent/build.h"
@@ -398,7 +396,6 @@ test_settings(void)
 	struct profd_agent_config in;
 	struct settings c;
 	char *cause = NULL, *s;
-	struct event_base *base;
 	struct upload *up;
 	int rc;
 
@@ -453,17 +450,49 @@ test_settings(void)
 	ok(strcmp(s, "env%3Dprod%2Cteam%3Da%20b%2F%C3%BC") == 0,
 	    "labels are percent-encoded (%s)", s);
 	free(s);
-	base = event_base_new();
-	up = upload_new(base, "http://h:1/pfx/", "svc x", "env=a b,zone=eu",
+	up = upload_new("http://h:1/pfx/", "svc x", "env=a b,zone=eu",
 	    NULL, 0, 0, NULL);
 	ok(up != NULL && strcmp(upload_target(up), "/pfx/api/0/profiles?"
 	    "service=svc%20x&type=cpu&labels=env=a%20b,zone=eu") == 0,
 	    "upload target: %s", up ? upload_target(up) : "NULL");
 	upload_free(up);
-	up = upload_new(base, "https://h/", "svc", NULL, NULL, 0, 0, &cause);
+	up = upload_new("https://h/", "svc", NULL, NULL, 0, 0, &cause);
 	ok(up == NULL && cause != NULL, "https is refused: %s", cause);
 	free(cause);
-	event_base_free(base);
+	cause = NULL;
+	up = upload_new("http://h:99999/", "svc", NULL, NULL, 0, 0, &cause);
+	ok(up == NULL && cause != NULL, "port 99999 is refused: %s", cause);
+	free(cause);
+	cause = NULL;
+	up = upload_new("http://[::1]:10100", "svc", NULL, NULL, 0, 0, &cause);
+	ok(up != NULL && strcmp(upload_target(up), "/api/0/profiles?"
+	    "service=svc&type=cpu") == 0, "an IPv6 literal with a port parses");
+	upload_free(up);
+	memset(&in, 0, sizeof in);
+	in.service = "svc";
+	ok(settings_check(&in, &c, NULL) == 0 && c.exit_timeout_ms == 200,
+	    "exit timeout: 200 ms by default");
+	settings_clear(&c);
+	in.exit_timeout_ms = -1;
+	ok(settings_check(&in, &c, NULL) == 0 && c.exit_timeout_ms == 0,
+	    "exit timeout -1: no wait");
+	settings_clear(&c);
+	setenv("PROFD_SERVICE", "svc", 1);
+	unsetenv("PROFD_HZ");
+	unsetenv("PROFD_WINDOW");
+	setenv("PROFD_EXIT_TIMEOUT", "1s", 1);
+	ok(settings_from_env(&in, &cause) == 1 && in.exit_timeout_ms == 1000,
+	    "PROFD_EXIT_TIMEOUT=1s read as 1000 ms");
+	setenv("PROFD_EXIT_TIMEOUT", "0", 1);
+	ok(settings_from_env(&in, &cause) == 1 && in.exit_timeout_ms == -1,
+	    "PROFD_EXIT_TIMEOUT=0: do not wait");
+	setenv("PROFD_EXIT_TIMEOUT", "10001ms", 1);
+	ok(settings_from_env(&in, &cause) == -1 &&
+	    strstr(cause, "PROFD_EXIT_TIMEOUT") != NULL,
+	    "PROFD_EXIT_TIMEOUT=10001ms refused: %s", cause);
+	free(cause);
+	unsetenv("PROFD_EXIT_TIMEOUT");
+	unsetenv("PROFD_SERVICE");
 }
 
 int
