@@ -5,7 +5,8 @@ set -e
 PKGS="build-essential autoconf automake libtool pkg-config git
 libevent-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler
 libjansson-dev zlib1g-dev libdeflate-dev curl jq golang-go time clang llvm
-libclang-rt-14-dev wrk sqlite3 util-linux python3 systemd groff-base"
+libclang-rt-14-dev wrk sqlite3 util-linux python3 systemd groff-base
+redis-server redis-tools"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
