@@ -6,7 +6,8 @@ PKGS="build-essential autoconf automake libtool pkg-config git
 libevent-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler
 libjansson-dev zlib1g-dev libdeflate-dev curl jq golang-go time clang llvm
 libclang-rt-14-dev wrk sqlite3 util-linux python3 python3.11 gzip linux-perf
-systemd groff-base nginx-light xz-utils"
+systemd groff-base nginx-light xz-utils
+redis-server redis-tools"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
