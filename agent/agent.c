@@ -58,6 +58,7 @@
 #include "agent/settings.h"
 #include "agent/profd_agent.h"
 #include "agent/sampler.h"
+#include "agent/sigmask.h"
 #include "agent/stacks.h"
 #include "agent/unwind.h"
 #include "agent/upload.h"
@@ -134,6 +135,14 @@ agent_rand(struct agent *a)
 	return a->rng * 2685821657736338717ULL;
 }
 
+/* Stops profiling for good: the program's masks are its own again. */
+static void
+agent_turn_off(struct agent *a)
+{
+	a->off = 1;
+	sigmask_guard(0);
+}
+
 /* Moves everything from the ring into the window's stack table. */
 static void
 agent_drain(struct agent *a)
@@ -186,7 +195,7 @@ agent_drain_tick(struct agent *a)
 		    "%d; agent stops profiling", sampler_signal());
 		stacks_reset(&a->stacks);
 		a->in_window = 0;
-		a->off = 1;
+		agent_turn_off(a);
 	}
 }
 
@@ -295,7 +304,7 @@ agent_window_start(struct agent *a, int64_t now)
 		    &cause) != 0) {
 			agent_log(a, "%s", cause);
 			free(cause);
-			a->off = 1;
+			agent_turn_off(a);
 			return;
 		}
 		a->sampler_ready = 1;
@@ -303,7 +312,7 @@ agent_window_start(struct agent *a, int64_t now)
 	if (!sampler_owns_signal()) {
 		agent_log(a, "the program installed its own handler for signal "
 		    "%d; agent stops profiling", sampler_signal());
-		a->off = 1;
+		agent_turn_off(a);
 		return;
 	}
 	/* Samples that arrived after the last window are not ours. */
@@ -317,7 +326,7 @@ agent_window_start(struct agent *a, int64_t now)
 	if (sampler_start(a->cfg.hz, &cause) != 0) {
 		agent_log(a, "%s; agent stops profiling", cause);
 		free(cause);
-		a->off = 1;
+		agent_turn_off(a);
 		return;
 	}
 	a->in_window = 1;
@@ -430,7 +439,7 @@ agent_main(void *arg)
 	/* Sample this thread too: its CPU time is the agent's overhead. */
 	sigemptyset(&set);
 	sigaddset(&set, a->cfg.signal);
-	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	sigmask_real(SIG_UNBLOCK, &set, NULL);
 	pthread_setname_np(pthread_self(), "profd-agent");
 	agent_setup(a);
 	while ((deadline = agent_stop_deadline(a, 1)) == 0)
@@ -494,6 +503,7 @@ agent_atfork_child(void)
 	cfg.signal = parent->cfg.signal;
 	cfg.exit_timeout_ms = parent->cfg.exit_timeout_ms == 0 ? -1 :
 	    parent->cfg.exit_timeout_ms;
+	sigmask_guard(0);
 	if (agent_start(&cfg, 1, &cause) != 0) {
 		if (cfg.verbose)
 			agent_say("%s; profiling off in this child", cause);
@@ -630,14 +640,16 @@ agent_start(const struct profd_agent_config *cfg, int lazy, char **errstr)
 	pthread_once(&agent_once, agent_hooks_once);
 	/* The agent thread takes no signal meant for the program. */
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	sigmask_real(SIG_SETMASK, &all, &old);
 	rc = pthread_create(&a->thread, NULL, agent_main, a);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	sigmask_real(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		xcause(&cause, "pthread_create: %s", strerror(rc));
 		goto fail_sampler;
 	}
 	agent_current = a;
+	/* From now on the program's masks leave the agent's signal alone. */
+	sigmask_guard(a->cfg.signal);
 	pthread_mutex_unlock(&agent_mutex);
 	agent_log(a, "profiling %s at %d Hz, %d s every %d s, to %s%s%s",
 	    a->cfg.service, a->cfg.hz, a->cfg.window_sec, a->cfg.period_sec,

@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/sigmask.h"
 #include "agent/timers.h"
 
 #define TIMERS_HASH		(2 * TIMERS_MAX)
@@ -402,7 +403,7 @@ timers_exec_enter(int *slotp)
 		return 0;
 	sigemptyset(&set);
 	sigaddset(&set, sig);
-	sigprocmask(SIG_BLOCK, &set, &old);
+	sigmask_real(SIG_BLOCK, &set, &old);
 	for (;;) {
 		g = atomic_load(&gate);
 		if ((g & TIMERS_GATE_ARMING) && spins++ < TIMERS_GATE_SPINS) {
@@ -425,7 +426,7 @@ timers_exec_enter(int *slotp)
 	}
 	while (sigtimedwait(&set, &si, &nowait) == sig)
 		;
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	sigmask_real(SIG_SETMASK, &old, NULL);
 	return token;
 }
 

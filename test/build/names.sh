@@ -28,6 +28,7 @@ prefix_ok() {
 	agent/exec.c:execvp|agent/exec.c:execvpe|agent/exec.c:execl|\
 	agent/exec.c:execlp|agent/exec.c:execle|agent/exec.c:fexecve|\
 	agent/exec.c:execveat) return 0 ;;
+	agent/sigmask.c:pthread_sigmask|agent/sigmask.c:sigprocmask) return 0 ;;
 	collector/http/evhooks.c:evhttp_request_new|\
 	collector/http/evhooks.c:evhttp_send_error|\
 	collector/http/evhooks.c:evbuffer_readln) return 0 ;;

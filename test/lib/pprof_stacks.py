@@ -10,6 +10,8 @@ prints one JSON object summing them up, for the agent's end-to-end tests:
   top          [[function, share of samples as leaf], ...] (10 first)
   functions    {function: share of samples with it anywhere on the stack}
                for the functions given with --has (repeatable)
+  leaf_maps    {mapping file base name: share of samples whose leaf
+               location lies in it}
   bad_frames   locations whose address lies outside their mapping, or
                that have no mapping (garbage frames)
   mappings     file names of the mappings, in order
@@ -127,6 +129,7 @@ def main(argv):
     root_re, has_re = re.compile(root), [re.compile(h) for h in has]
     total = reached = bad = 0
     depths, leaf, with_fn, mappings, comments = [], {}, {h: 0 for h in has}, [], []
+    leaf_map = {}
     for path in files:
         p = read(path)
         s = p["strings"]
@@ -149,6 +152,10 @@ def main(argv):
                 reached += n
             if names:
                 leaf[names[0]] = leaf.get(names[0], 0) + n
+            if locs:
+                m = p["map"].get(p["loc"].get(locs[0], {}).get("mapping", 0))
+                base = s[m[2]].rsplit("/", 1)[-1] if m else "?"
+                leaf_map[base] = leaf_map.get(base, 0) + n
             for h, r in zip(has, has_re):
                 if any(r.search(x) for x in names):
                     with_fn[h] += n
@@ -164,6 +171,9 @@ def main(argv):
                 sorted(leaf.items(), key=lambda kv: -kv[1])[:10]] if total else [],
         "functions": {h: round(v / total, 4) if total else 0
                       for h, v in with_fn.items()},
+        "leaf_maps": {k: round(v / total, 4) for k, v in
+                      sorted(leaf_map.items(), key=lambda kv: -kv[1])}
+        if total else {},
         "bad_frames": bad,
         "mappings": mappings,
         "comments": comments,
