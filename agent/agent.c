@@ -95,6 +95,7 @@ struct agent {
 	uint64_t		 seq;
 	uint64_t		 rng;
 	int64_t			 drain_ms;	/* ring drain interval */
+	int			 tick_soon;	/* unwind tables coming in */
 };
 
 static pthread_mutex_t	 agent_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -179,6 +180,19 @@ agent_drain_interval(int hz)
 }
 
 /*
+ * Time to the next drain tick: the drain interval, or AGENT_FIRST_TICK_MS
+ * while new unwind tables are coming in (a walk through a newly loaded
+ * object may ask for the next), so a window's first samples soon get
+ * whole stacks.
+ */
+static int64_t
+agent_next_tick(const struct agent *a)
+{
+	return a->tick_soon && a->drain_ms > AGENT_FIRST_TICK_MS ?
+	    AGENT_FIRST_TICK_MS : a->drain_ms;
+}
+
+/*
  * The drain tick: runs every drain interval while a window is open (also
  * between the wait slices of a slow upload). Per-tick work goes here:
  * drain the ring, load the unwind tables the walks asked for, arm new
@@ -189,7 +203,7 @@ static void
 agent_drain_tick(struct agent *a)
 {
 	agent_drain(a);
-	unwind_refresh();
+	a->tick_soon = unwind_refresh();
 	if (a->in_window && sampler_tick() != 0) {
 		agent_log(a, "the program installed its own handler for signal "
 		    "%d; agent stops profiling", sampler_signal());
@@ -357,7 +371,7 @@ agent_upload_hook(void *arg)
 
 	if (a->in_window && now >= a->drain_at) {
 		agent_drain_tick(a);
-		a->drain_at = now + a->drain_ms;
+		a->drain_at = now + agent_next_tick(a);
 	}
 	return agent_stop_deadline(a, 0);
 }
@@ -410,7 +424,7 @@ agent_step(struct agent *a)
 	}
 	if (a->in_window && now >= a->drain_at) {
 		agent_drain_tick(a);
-		a->drain_at = now + a->drain_ms;
+		a->drain_at = now + agent_next_tick(a);
 	}
 	if (a->in_window && now >= a->end_at)
 		agent_window_cut(a, now);

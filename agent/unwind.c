@@ -621,7 +621,7 @@ unwind_maps_equal(const struct maps *a, const struct maps *b)
 }
 
 /* Publishes, reloads and reclaims (see unwind.h). */
-void
+int
 unwind_refresh(void)
 {
 	struct unwind_space *cur, *s;
@@ -659,6 +659,7 @@ unwind_refresh(void)
 		}
 	}
 	unwind_reclaim();
+	return publish;
 }
 
 /* Sets the parsing budget (tests; agent thread). */

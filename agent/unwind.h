@@ -32,9 +32,11 @@ uint32_t	unwind_walk(const struct unwind_regs *, uintptr_t *pcs,
  * Agent thread, once per drain tick: publishes a new snapshot of the
  * executable mappings when the handler met a pc in none of them or the
  * maps are old, loads the tables of mappings the handler needed, and
- * frees retired snapshots no handler can still be reading.
+ * frees retired snapshots no handler can still be reading. Returns 1 when
+ * it published a new snapshot (walks may soon want more tables: tick
+ * again soon), else 0.
  */
-void		unwind_refresh(void);
+int		unwind_refresh(void);
 
 struct unwind_stats {
 	uint64_t	snapshots;	/* published so far */
