@@ -24,6 +24,9 @@ if [ -x "$PROFD" ] && profd_start; then
 	    PROFD_LABELS=env=fork PROFD_WINDOW=1 PROFD_PERIOD=1 \
 	    "$FORKER" -n 4 -s 2.5 >"$T_TMP/out" 2>"$T_TMP/err"
 	rc=$?
+	# LeakSanitizer, at a fork child's exit, may name a thread of the
+	# parent it could not suspend: the sanitizer's line, not the agent's.
+	sed -i '/^==[0-9]*==Running thread [0-9]* was not suspended/d' "$T_TMP/err"
 	is "$rc/$(wc -c <"$T_TMP/err")" "0/0" "forker: exits 0, agent quiet"
 	parent=$(awk '/^parent/ { print $2 }' "$T_TMP/out")
 	workers=$(awk '/^worker/ { print $2 }' "$T_TMP/out" | sort -n)
