@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "agent/cfi.h"
+#include "agent/elffile.h"
 #include "common/xmalloc.h"
 
 /* x86-64 DWARF register numbers. */
@@ -912,16 +913,7 @@ cfi_free(struct cfi_table *t)
 int
 cfi_offset_to_vaddr(const struct cfi_table *t, uint64_t off, uint64_t *vaddr)
 {
-	size_t i;
-
-	for (i = 0; i < t->nloads; i++) {
-		if (off >= t->loads[i].off &&
-		    off - t->loads[i].off < t->loads[i].filesz) {
-			*vaddr = off - t->loads[i].off + t->loads[i].vaddr;
-			return 0;
-		}
-	}
-	return -1;
+	return elffile_offset_to_vaddr(t->loads, t->nloads, off, vaddr);
 }
 
 /* Binary search: the last row at or below vaddr. */

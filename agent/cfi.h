@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/elffile.h"
+
 /* How to find the CFA (struct cfi_row.cfa). */
 #define CFI_CFA_UNKNOWN		0	/* a rule we do not model: no CFI */
 #define CFI_CFA_RSP		1	/* CFA = rsp + cfa_off */
@@ -38,18 +40,11 @@ struct cfi_row {
 	uint8_t		rbp;		/* CFI_RBP_* */
 };
 
-/* A PT_LOAD segment: file offset to link address. */
-struct cfi_load {
-	uint64_t	off;
-	uint64_t	vaddr;
-	uint64_t	filesz;
-};
-
 struct cfi_table {
 	uint64_t		 base;		/* link address of pc 0 */
 	struct cfi_row		*rows;		/* sorted by pc */
 	size_t			 n;
-	struct cfi_load		*loads;
+	struct elffile_load	*loads;		/* PT_LOAD segments */
 	size_t			 nloads;
 	size_t			 fdes;		/* FDEs used */
 	size_t			 bad;		/* FDEs skipped (malformed,

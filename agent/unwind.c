@@ -688,7 +688,7 @@ unwind_get_stats(struct unwind_stats *st)
 		st->rows += unwind_files[i]->cfi->n;
 		st->table_bytes += unwind_files[i]->cfi->n *
 		    sizeof(struct cfi_row) + unwind_files[i]->cfi->nloads *
-		    sizeof(struct cfi_load) + sizeof(struct cfi_table);
+		    sizeof(struct elffile_load) + sizeof(struct cfi_table);
 	}
 	st->misses = atomic_load(&unwind_misses);
 	st->spent_ns = unwind_spent_ns;
