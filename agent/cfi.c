@@ -114,40 +114,46 @@ cfi_un(struct cfi_rd *r, size_t n)
 	return v;
 }
 
-/* Reads an unsigned LEB128 (at most 10 bytes). */
+/*
+ * Reads a LEB128 (at most 10 bytes): its low 64 bits, the bits it held
+ * (*shift) and its last byte (*last, whose 0x40 is a signed one's sign).
+ */
+static uint64_t
+cfi_leb(struct cfi_rd *r, unsigned *shift, uint64_t *last)
+{
+	uint64_t v = 0, b;
+
+	*shift = 0;
+	do {
+		b = cfi_u8(r);
+		if (*shift < 64)
+			v |= (b & 0x7f) << *shift;
+		*shift += 7;
+	} while (r->ok && (b & 0x80) && *shift < 70);
+	if (b & 0x80)
+		r->ok = 0;
+	*last = b;
+	return v;
+}
+
+/* Reads an unsigned LEB128. */
 static uint64_t
 cfi_uleb(struct cfi_rd *r)
 {
-	uint64_t v = 0, b;
-	unsigned shift = 0;
+	unsigned shift;
+	uint64_t last;
 
-	do {
-		b = cfi_u8(r);
-		if (shift < 64)
-			v |= (b & 0x7f) << shift;
-		shift += 7;
-	} while (r->ok && (b & 0x80) && shift < 70);
-	if (b & 0x80)
-		r->ok = 0;
-	return v;
+	return cfi_leb(r, &shift, &last);
 }
 
 /* Reads a signed LEB128. */
 static int64_t
 cfi_sleb(struct cfi_rd *r)
 {
-	uint64_t v = 0, b;
-	unsigned shift = 0;
+	unsigned shift;
+	uint64_t last, v = cfi_leb(r, &shift, &last);
 
-	do {
-		b = cfi_u8(r);
-		if (shift < 64)
-			v |= (b & 0x7f) << shift;
-		shift += 7;
-	} while (r->ok && (b & 0x80) && shift < 70);
-	if (b & 0x80)
-		r->ok = 0;
-	if (shift < 64 && (b & 0x40))
+	if (shift < 64 && (last & 0x40))
 		v |= ~(uint64_t)0 << shift;
 	return (int64_t)v;
 }
