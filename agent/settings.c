@@ -166,12 +166,33 @@ settings_parse_signal(const char *s, int *out, char **cause)
 	return 0;
 }
 
-/* Parses an integer variable in [lo, hi]; seconds may end in s, m or h. */
+/* A unit a number may carry, and what it multiplies the number by. */
+struct settings_unit {
+	const char	*suffix;
+	long		 scale;
+};
+
+static const struct settings_unit settings_seconds[] = {
+	{ "s", 1 }, { "m", 60 }, { "h", 3600 }, { NULL, 0 }
+};
+#define SETTINGS_DURATION	"a duration (seconds, or with s/m/h)"
+
+static const struct settings_unit settings_millis[] = {
+	{ "ms", 1 }, { "s", 1000 }, { NULL, 0 }
+};
+
+/*
+ * Parses the integer variable name into *out (unset or empty: left as
+ * is), within [lo, hi] once scaled by one of units (NULL: a bare number);
+ * what says what was expected.
+ */
 static int
-settings_env_int(const char *name, int lo, int hi, int duration, int *out,
+settings_env_int(const char *name, int lo, int hi,
+    const struct settings_unit *units, const char *what, int *out,
     char **cause)
 {
 	const char *v = getenv(name);
+	const struct settings_unit *u;
 	char *end;
 	long n;
 
@@ -179,51 +200,17 @@ settings_env_int(const char *name, int lo, int hi, int duration, int *out,
 		return 0;
 	errno = 0;
 	n = strtol(v, &end, 10);
-	if (duration && end != v) {
-		if (strcmp(end, "m") == 0 && n <= 100000) {
-			n *= 60;
-			end++;
-		} else if (strcmp(end, "h") == 0 && n <= 10000) {
-			n *= 3600;
-			end++;
-		} else if (strcmp(end, "s") == 0)
-			end++;
+	for (u = units; u != NULL && u->suffix != NULL && end != v; u++) {
+		if (strcmp(end, u->suffix) == 0 && n <= hi / u->scale) {
+			n *= u->scale;
+			end += strlen(u->suffix);
+			break;
+		}
 	}
 	if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi)
 		return xcause(cause, "%s=\"%s\" is not %s in %d..%d", name, v,
-		    duration ? "a duration (seconds, or with s/m/h)" :
-		    "a whole number", lo, hi);
+		    what, lo, hi);
 	*out = (int)n;
-	return 0;
-}
-
-/*
- * Parses PROFD_EXIT_TIMEOUT: whole milliseconds, bare or with ms, or whole
- * seconds with s (200, 200ms, 1s), in 0..10000 ms; 0 becomes -1 (do not
- * wait) in the config.
- */
-static int
-settings_env_exit_timeout(int *out, char **cause)
-{
-	const char *v = getenv("PROFD_EXIT_TIMEOUT");
-	char *end;
-	long n;
-
-	if (v == NULL || *v == '\0')
-		return 0;
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (end != v && strcmp(end, "s") == 0 && n <= 10) {
-		n *= 1000;
-		end++;
-	} else if (end != v && strcmp(end, "ms") == 0)
-		end += 2;
-	if (errno != 0 || end == v || *end != '\0' || n < 0 ||
-	    n > SETTINGS_MAX_EXIT_TIMEOUT_MS)
-		return xcause(cause, "PROFD_EXIT_TIMEOUT=\"%s\" is not a "
-		    "duration (milliseconds, or with ms/s) in 0..%d ms", v,
-		    SETTINGS_MAX_EXIT_TIMEOUT_MS);
-	*out = n == 0 ? -1 : (int)n;
 	return 0;
 }
 
@@ -245,15 +232,23 @@ settings_from_env(struct profd_agent_config *out, char **cause)
 	if ((out->collector_url == NULL || *out->collector_url == '\0') &&
 	    out->output_dir != NULL && *out->output_dir != '\0')
 		out->no_upload = 1;
-	if (settings_env_int("PROFD_HZ", 1, 1000, 0, &out->hz, cause) != 0 ||
-	    settings_env_int("PROFD_WINDOW", 1, 86400, 1, &out->window_sec,
-	    cause) != 0 ||
-	    settings_env_int("PROFD_PERIOD", 1, 86400, 1, &out->period_sec,
-	    cause) != 0 ||
-	    settings_env_int("PROFD_QUEUE", 1, 1024, 0, &out->queue_max,
-	    cause) != 0 ||
-	    settings_env_exit_timeout(&out->exit_timeout_ms, cause) != 0)
+	if (settings_env_int("PROFD_HZ", 1, 1000, NULL, "a whole number",
+	    &out->hz, cause) != 0 ||
+	    settings_env_int("PROFD_WINDOW", 1, 86400, settings_seconds,
+	    SETTINGS_DURATION, &out->window_sec, cause) != 0 ||
+	    settings_env_int("PROFD_PERIOD", 1, 86400, settings_seconds,
+	    SETTINGS_DURATION, &out->period_sec, cause) != 0 ||
+	    settings_env_int("PROFD_QUEUE", 1, 1024, NULL, "a whole number",
+	    &out->queue_max, cause) != 0 ||
+	    settings_env_int("PROFD_EXIT_TIMEOUT", 0,
+	    SETTINGS_MAX_EXIT_TIMEOUT_MS, settings_millis,
+	    "a duration (milliseconds, or with ms/s)", &out->exit_timeout_ms,
+	    cause) != 0)
 		return -1;
+	/* 0 in the variable: do not wait; 0 in the config: the default. */
+	if ((v = getenv("PROFD_EXIT_TIMEOUT")) != NULL && *v != '\0' &&
+	    out->exit_timeout_ms == 0)
+		out->exit_timeout_ms = -1;
 	if ((v = getenv("PROFD_SIGNAL")) != NULL && *v != '\0' &&
 	    settings_parse_signal(v, &out->signal, cause) != 0)
 		return -1;
