@@ -247,7 +247,7 @@ void
 evhttp_send_error(struct evhttp_request *req, int error, const char *reason)
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-	struct evbuffer *buf;
+	struct evbuffer *buf, *in;
 	char *msg = NULL, *body;
 	int code;
 
@@ -256,8 +256,8 @@ evhttp_send_error(struct evhttp_request *req, int error, const char *reason)
 		req->minor = 1;
 	}
 	reason = NULL;		/* libevent's is only the reason phrase */
-	if (evhooks.nwatch > 0 && evhooks_input(req) != NULL)
-		evhooks_unwatch_input(evhooks_input(req));
+	if (evhooks.nwatch > 0 && (in = evhooks_input(req)) != NULL)
+		evhooks_unwatch_input(in);
 	if ((code = evhooks_take_refusal(req, &msg)) != 0) {
 		error = code;
 		reason = msg;
