@@ -15,11 +15,18 @@
  * (close_range(3, ~0U)) takes nothing from it. The application only ever
  * pays for the signal handler.
  *
- * Start is cheap: the constructor reads the environment, checks it and
- * starts the thread; the thread does the rest (the drain interval, the
- * profile builder, and at the first window sampler_init: the ring and the
- * handler; symbol tables are read at the first profile). profd_agent_start
- * inits the sampler at once, so a linked program learns of a conflict.
+ * Start is cheap: the constructor reads the environment, checks it
+ * (the collector URL too), installs the signal handler and arms the
+ * start timer (starter.c): the thread is created when the first window
+ * is due, from the handler at a safe point (safepoint.c), so a process
+ * that ends or execs before then never has a second thread. Where no
+ * handler may do that (an allocator other than glibc's, a sanitizer, not
+ * x86-64) or in linked mode, the thread starts at once and sleeps until
+ * the first window. Only then does the thread do the rest
+ * (agent_prepare: its name, the drain interval, the profile builder, the
+ * labels and the uploader; sampler_init: the ring and the timer table;
+ * symbol tables are read at the first profile). profd_agent_start inits
+ * the sampler at once, so a linked program learns of a conflict.
  * At exit, a thread that is idle with no window open and nothing queued
  * is not even woken.
  *
@@ -33,7 +40,8 @@
  * the child, so the pthread_atfork child handler forgets the parent's
  * state without touching it (closing only a socket copy that is still
  * ours) and starts the child's own agent (thread, timers, ring, uploads)
- * with the parent's settings, lazily like the constructor; the child's
+ * with the parent's settings, lazily like the constructor (a start timer
+ * of its own: a child that execs or exits at once has no thread); the child's
  * profiles carry its own pid label. exec'd programs get a fresh agent from
  * the constructor when PROFD_SERVICE is still in their environment.
  *
@@ -46,8 +54,10 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +67,11 @@
 #include "agent/build.h"
 #include "agent/settings.h"
 #include "agent/profd_agent.h"
+#include "agent/safepoint.h"
 #include "agent/sampler.h"
 #include "agent/sigmask.h"
 #include "agent/stacks.h"
+#include "agent/starter.h"
 #include "agent/unwind.h"
 #include "agent/upload.h"
 #include "common/xmalloc.h"
@@ -74,12 +86,15 @@
 struct agent {
 	struct settings		 cfg;
 	pid_t			 pid;
-	pthread_t		 thread;
+	pthread_t		 thread;	/* valid once running */
+	_Atomic int		 running;	/* the thread exists */
+	_Atomic int		 spawn_failed;
 	pthread_mutex_t		 lock;		/* guards stop_at, busy */
 	pthread_cond_t		 cond;
 	int64_t			 stop_at;	/* exit deadline (ms), 0: run */
 	int			 busy;		/* in agent_step */
 	int			 sampler_ready;	/* sampler_init done */
+	int			 prepared;	/* agent_prepare done */
 	struct upload		*up;
 	struct build		*build;
 	struct stacks		 stacks;
@@ -103,6 +118,8 @@ static struct agent	*agent_current;
 static pthread_once_t	 agent_once = PTHREAD_ONCE_INIT;
 
 static int	agent_start(const struct profd_agent_config *, int, char **);
+static char	*agent_labels(const char *);
+static int	agent_prepare(struct agent *);
 
 /* One line on stderr, prefixed with the pid (start-up problems only). */
 static void __attribute__((format(printf, 1, 2)))
@@ -313,6 +330,10 @@ agent_window_start(struct agent *a, int64_t now)
 
 	if (a->off)
 		return;
+	if (!a->prepared && agent_prepare(a) != 0) {
+		agent_turn_off(a);
+		return;
+	}
 	if (!a->sampler_ready) {
 		if (sampler_init(a->cfg.signal, AGENT_RING_SLOTS,
 		    &cause) != 0) {
@@ -393,23 +414,40 @@ agent_sleep_until(struct agent *a, int64_t wake)
 	pthread_mutex_unlock(&a->lock);
 }
 
-/* The thread's share of the start: what the constructor need not pay. */
-static void
-agent_setup(struct agent *a)
+/*
+ * What only a window needs, done by the thread when the first one opens,
+ * so that a process that ends before it (most short-lived ones) never
+ * pays for it: the thread's name and signal, the drain interval, the
+ * profile builder, the labels (the pid is this process's, also in a fork
+ * child) and the uploader. -1 if the uploader cannot be had.
+ */
+static int
+agent_prepare(struct agent *a)
 {
-	struct timespec now;
+	sigset_t set;
+	char *labels, *cause = NULL;
 
+	a->prepared = 1;
+	/* Sample this thread too: its CPU time is the agent's overhead. */
+	sigemptyset(&set);
+	sigaddset(&set, a->cfg.signal);
+	sigmask_real(SIG_UNBLOCK, &set, NULL);
+	pthread_setname_np(pthread_self(), "profd-agent");
 	a->build = build_new();
 	a->drain_ms = agent_drain_interval(a->cfg.hz);
-	clock_gettime(CLOCK_REALTIME, &now);
-	a->rng = ((uint64_t)a->pid << 32) ^ (uint64_t)now.tv_nsec ^
-	    (uint64_t)(uintptr_t)a;
-	if (a->rng == 0)
-		a->rng = 1;
-	a->start_at = upload_now_ms() + (int64_t)(agent_rand(a) %
-	    ((uint64_t)a->cfg.period_sec * 100 + 1));
-	if (a->up != NULL)
-		upload_set_hook(a->up, agent_upload_hook, a);
+	if (a->cfg.collector == NULL)
+		return 0;
+	labels = agent_labels(a->cfg.labels);
+	a->up = upload_new(a->cfg.collector, a->cfg.service, labels,
+	    a->cfg.token, (size_t)a->cfg.queue_max, a->cfg.verbose, &cause);
+	free(labels);
+	if (a->up == NULL) {
+		agent_log(a, "%s", cause);
+		free(cause);
+		return -1;
+	}
+	upload_set_hook(a->up, agent_upload_hook, a);
+	return 0;
 }
 
 /* One pass of the thread: what is due now; returns when to wake next. */
@@ -447,15 +485,8 @@ static void *
 agent_main(void *arg)
 {
 	struct agent *a = arg;
-	sigset_t set;
 	int64_t deadline;
 
-	/* Sample this thread too: its CPU time is the agent's overhead. */
-	sigemptyset(&set);
-	sigaddset(&set, a->cfg.signal);
-	sigmask_real(SIG_UNBLOCK, &set, NULL);
-	pthread_setname_np(pthread_self(), "profd-agent");
-	agent_setup(a);
 	while ((deadline = agent_stop_deadline(a, 1)) == 0)
 		agent_sleep_until(a, agent_step(a));
 	agent_window_end(a, 1);
@@ -464,6 +495,58 @@ agent_main(void *arg)
 	if (a->up != NULL)
 		upload_flush(a->up, deadline);
 	return NULL;
+}
+
+/*
+ * Creates the agent thread, every signal blocked in it (the program's
+ * signals never land there; agent_prepare unblocks the agent's own).
+ * Also runs in the signal handler, at a safe point (starter.c): nothing
+ * here allocates or locks but pthread_create itself.
+ */
+static int
+agent_spawn(struct agent *a)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	sigmask_real(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&a->thread, NULL, agent_main, a);
+	sigmask_real(SIG_SETMASK, &old, NULL);
+	if (rc == 0)
+		atomic_store(&a->running, 1);
+	else
+		atomic_store(&a->spawn_failed, 1);
+	return rc;
+}
+
+/* The start timer's callback (in the handler): the thread, now. */
+static void
+agent_start_cb(void *arg)
+{
+	struct agent *a = arg;
+
+	if (agent_spawn(a) != 0)
+		agent_turn_off(a);
+}
+
+/*
+ * Whether the agent has a thread. A start that fired on another thread
+ * may still be creating it: waits for the outcome (a few microseconds).
+ */
+static int
+agent_has_thread(struct agent *a)
+{
+	int spins;
+
+	for (spins = 0; spins < 100000; spins++) {
+		if (atomic_load(&a->running))
+			return 1;
+		if (atomic_load(&a->spawn_failed) || starter_pending())
+			return 0;
+		sched_yield();
+	}
+	return 0;
 }
 
 /* Frees an agent whose thread is gone (or never started). */
@@ -498,6 +581,7 @@ agent_atfork_child(void)
 	if (parent == NULL)
 		return;
 	sampler_forget();
+	starter_forget();
 	upload_atfork_child(parent->up);
 	agent_current = NULL;	/* the parent's copy is left as is */
 	if (parent->off)
@@ -582,6 +666,15 @@ agent_atexit(void)
 
 	pthread_mutex_lock(&agent_mutex);
 	a = agent_current;
+	if (a != NULL && a->pid == getpid() && starter_cancel()) {
+		/* No thread yet and none wanted now (a is left as is). */
+		agent_current = NULL;
+		a = NULL;
+	}
+	if (a != NULL && a->pid == getpid() && !agent_has_thread(a)) {
+		agent_current = NULL;
+		a = NULL;
+	}
 	if (a != NULL && a->pid == getpid()) {
 		pthread_mutex_lock(&a->lock);
 		/* in_window and the queue are the thread's; it is idle. */
@@ -616,8 +709,8 @@ agent_start(const struct profd_agent_config *cfg, int lazy, char **errstr)
 {
 	struct agent *a;
 	pthread_condattr_t ca;
-	sigset_t all, old;
-	char *cause = NULL, *labels;
+	struct timespec now;
+	char *cause = NULL, *ignored = NULL;
 	int rc;
 
 	a = xcalloc(1, sizeof *a);
@@ -641,33 +734,43 @@ agent_start(const struct profd_agent_config *cfg, int lazy, char **errstr)
 			goto fail;
 		a->sampler_ready = 1;
 	}
-	labels = agent_labels(a->cfg.labels);
-	if (a->cfg.collector != NULL && (a->up = upload_new(a->cfg.collector,
-	    a->cfg.service, labels, a->cfg.token,
-	    (size_t)a->cfg.queue_max, a->cfg.verbose, &cause)) == NULL) {
-		free(labels);
+	/* The uploader itself waits for the first window (agent_prepare). */
+	if (a->cfg.collector != NULL &&
+	    upload_check_url(a->cfg.collector, &cause) != 0)
 		goto fail_sampler;
-	}
-	free(labels);
 	a->pid = getpid();
+	clock_gettime(CLOCK_REALTIME, &now);
+	a->rng = ((uint64_t)a->pid << 32) ^ (uint64_t)now.tv_nsec ^
+	    (uint64_t)(uintptr_t)a;
+	if (a->rng == 0)
+		a->rng = 1;
+	a->start_at = upload_now_ms() + (int64_t)(agent_rand(a) %
+	    ((uint64_t)a->cfg.period_sec * 100 + 1));
 
 	pthread_once(&agent_once, agent_hooks_once);
-	/* The agent thread takes no signal meant for the program. */
-	sigfillset(&all);
-	sigmask_real(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&a->thread, NULL, agent_main, a);
-	sigmask_real(SIG_SETMASK, &old, NULL);
+	/* From now on the program's masks leave the agent's signal alone. */
+	sigmask_guard(a->cfg.signal);
+	/*
+	 * Lazily: the thread when the first window is due (starter.c), if
+	 * a handler may create it here; else (or linked) at once.
+	 */
+	if (lazy && sampler_install(a->cfg.signal, &ignored) == 0 &&
+	    safepoint_prepare(a->cfg.signal) == 0 &&
+	    starter_arm(a->cfg.signal, a->start_at, agent_start_cb, a) == 0)
+		rc = 0;
+	else
+		rc = agent_spawn(a);
+	free(ignored);
 	if (rc != 0) {
+		sigmask_guard(0);
 		xcause(&cause, "pthread_create: %s", strerror(rc));
 		goto fail_sampler;
 	}
 	agent_current = a;
-	/* From now on the program's masks leave the agent's signal alone. */
-	sigmask_guard(a->cfg.signal);
 	pthread_mutex_unlock(&agent_mutex);
 	agent_log(a, "profiling %s at %d Hz, %d s every %d s, to %s%s%s",
 	    a->cfg.service, a->cfg.hz, a->cfg.window_sec, a->cfg.period_sec,
-	    a->up != NULL ? upload_target(a->up) : "(no upload)",
+	    a->cfg.collector != NULL ? a->cfg.collector : "(no upload)",
 	    a->cfg.output_dir ? " and " : "",
 	    a->cfg.output_dir ? a->cfg.output_dir : "");
 	return 0;
@@ -707,6 +810,13 @@ profd_agent_stop(void)
 	pthread_mutex_unlock(&agent_mutex);
 	if (a == NULL || a->pid != getpid())
 		return;
+	if (starter_cancel() || !agent_has_thread(a)) {
+		/* No thread was started: nothing to send. */
+		if (a->sampler_ready)
+			sampler_fini();
+		agent_free(a);
+		return;
+	}
 	if (pthread_equal(a->thread, pthread_self()))
 		return;	/* never from the agent's own thread */
 	pthread_mutex_lock(&a->lock);

@@ -13,7 +13,9 @@
  *
  * Only signals from our timers are recorded (si_code SI_TIMER and a live
  * timer in si_value); each sample weighs 1 + si_overrun, so expiries
- * folded into a late delivery still count their CPU time.
+ * folded into a late delivery still count their CPU time. The start
+ * timer's signal (starter.c: the agent thread is created when the first
+ * window is due) is handed to starter_fire.
  *
  * Stacks go into a bounded multi-producer ring (Dmitry Vyukov's sequence
  * number queue): handlers on several threads claim slots with one CAS; a
@@ -33,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent/sampler.h"
+#include "agent/starter.h"
 #include "agent/timers.h"
 #include "agent/unwind.h"
 #include "common/xmalloc.h"
@@ -72,6 +75,10 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 	/* Ours: from a live timer of ours (not kill(2), not a stale one). */
 	if (si == NULL || si->si_code != SI_TIMER)
 		goto out;
+	if (starter_is_token(si->si_value.sival_ptr)) {
+		starter_fire(uc);
+		goto out;
+	}
 	weight = 1 + (si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0);
 	if (!timers_received(si->si_value.sival_ptr, weight) ||
 	    !atomic_load_explicit(&sampler_on, memory_order_relaxed) ||
@@ -149,18 +156,14 @@ sampler_ring(char **cause)
 
 /*
  * Installs the handler for signo, unless the program handles that signal
- * already. The ring is mapped at the first start (a process that ends
- * before its first window never touches it). SIGPROF and ITIMER_PROF are
- * never looked at: they belong to the program.
+ * already (also what the start timer needs, before sampler_init).
+ * SIGPROF and ITIMER_PROF are never looked at: they belong to the program.
  */
 int
-sampler_init(int signo, size_t slots, char **cause)
+sampler_install(int signo, char **cause)
 {
 	struct sigaction sa, cur;
 
-	if (slots == 0 || (slots & (slots - 1)) != 0)
-		return xcause(cause, "ring size %zu is not a power of two",
-		    slots);
 	if (signo < SIGRTMIN || signo > SIGRTMAX)
 		return xcause(cause, "signal %d is not a real-time signal "
 		    "(%d..%d)", signo, SIGRTMIN, SIGRTMAX);
@@ -179,13 +182,6 @@ sampler_init(int signo, size_t slots, char **cause)
 	/* Our handler may have been replaced and SIG_DFL put back since. */
 	if (!sampler_is_ours(&cur))
 		installed = 0;
-	if (atomic_load(&ring) != NULL && ring_mask + 1 != slots)
-		return xcause(cause, "ring already sized %zu", ring_mask + 1);
-	ring_mask = slots - 1;
-	atomic_store(&ring_drops, 0);
-	if (timers_init(signo) != 0)
-		return xcause(cause, "timer table: %s", strerror(errno));
-	self_pid = getpid();
 	if (!installed) {
 		memset(&sa, 0, sizeof sa);
 		sa.sa_sigaction = sampler_handler;
@@ -197,6 +193,29 @@ sampler_init(int signo, size_t slots, char **cause)
 		installed = 1;
 		sampler_sig = signo;
 	}
+	return 0;
+}
+
+/*
+ * Installs the handler (sampler_install) and prepares the timer table
+ * for a ring of slots. The ring is mapped at the first start (a process
+ * that ends before its first window never touches it).
+ */
+int
+sampler_init(int signo, size_t slots, char **cause)
+{
+	if (slots == 0 || (slots & (slots - 1)) != 0)
+		return xcause(cause, "ring size %zu is not a power of two",
+		    slots);
+	if (sampler_install(signo, cause) != 0)
+		return -1;
+	if (atomic_load(&ring) != NULL && ring_mask + 1 != slots)
+		return xcause(cause, "ring already sized %zu", ring_mask + 1);
+	ring_mask = slots - 1;
+	atomic_store(&ring_drops, 0);
+	if (timers_init(signo) != 0)
+		return xcause(cause, "timer table: %s", strerror(errno));
+	self_pid = getpid();
 	return 0;
 }
 
@@ -256,18 +275,24 @@ sampler_stop(void)
 	atomic_store(&sampler_on, 0);
 }
 
-/* Before an exec (async-signal-safe): see timers_exec_enter. */
+/*
+ * Before an exec (async-signal-safe): see timers_exec_enter and
+ * starter_exec_enter. The token holds both results.
+ */
 int
 sampler_exec_enter(int *slot)
 {
-	return timers_exec_enter(slot);
+	int started = starter_exec_enter();
+
+	return timers_exec_enter(slot) | (started << 4);
 }
 
-/* After an exec that failed: re-arms the calling thread. */
+/* After an exec that failed: re-arms the calling thread (and the start). */
 void
 sampler_exec_leave(int token, int slot)
 {
-	timers_exec_leave(token, slot);
+	starter_exec_leave(token >> 4);
+	timers_exec_leave(token & 15, slot);
 }
 
 /* Pops the oldest published stack, if any (single consumer). */

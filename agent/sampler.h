@@ -29,9 +29,14 @@ struct sampler_stack {
 #define SAMPLER_DEFAULT_SIGNAL	(SIGRTMAX - 4)
 
 /*
- * Installs the handler for the real-time signal signo and sizes the ring
- * (slots, a power of two; mapped at the first start). Fails if the
- * program already handles signo. Never touches SIGPROF or ITIMER_PROF.
+ * Installs the handler for the real-time signal signo (which also hands
+ * the start timer's signal to starter_fire). Fails if the program already
+ * handles signo. Never touches SIGPROF or ITIMER_PROF.
+ */
+int		sampler_install(int signo, char **cause);
+/*
+ * sampler_install, and sizes the ring (slots, a power of two; mapped at
+ * the first start) and the timer table.
  */
 int		sampler_init(int signo, size_t slots, char **cause);
 /* True while the agent's signal is still handled by the sampler. */

@@ -10,11 +10,19 @@
  * Masks the kernel sets without these functions (a raw rt_sigprocmask,
  * sigsuspend, pselect's temporary mask) are not filtered: samples lost to
  * them are counted by the sampler.
+ *
+ * The wrappers also remember, per thread, the mask the program last set
+ * (signals 1-64, what it asked for less the guarded signal): a signal
+ * handler that finds another mask in its context was delivered inside a
+ * handler of the program's (which the kernel runs with more signals
+ * blocked), which agent/safepoint.c needs to know.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,6 +36,11 @@ typedef int	sigmask_fn(int, const sigset_t *, sigset_t *);
 
 static sigmask_fn	*sigmask_next_pthread, *sigmask_next_proc;
 static _Atomic int	 sigmask_sig;
+/* The calling thread's mask as the program last set it (signals 1-64). */
+static __thread uint64_t sigmask_prog
+    __attribute__((tls_model("initial-exec")));
+static __thread int	 sigmask_prog_known
+    __attribute__((tls_model("initial-exec")));
 
 /* Finds the next definitions of both functions (libc's). */
 __attribute__((constructor(101))) static void
@@ -90,24 +103,86 @@ sigmask_filter(int how, const sigset_t *set, sigset_t *copy)
 	return copy;
 }
 
+/* Signals 1-64 of a sigset_t, one bit each (bit n - 1 for signal n). */
+static uint64_t
+sigmask_word(const sigset_t *set)
+{
+	uint64_t w;
+
+	memcpy(&w, set, sizeof w);
+	return w;
+}
+
+/* Remembers the mask that how and set made of prev (after success). */
+static void
+sigmask_note(int how, const sigset_t *set, const sigset_t *prev)
+{
+	uint64_t w = sigmask_word(prev);
+
+	if (set != NULL) {
+		if (how == SIG_BLOCK)
+			w |= sigmask_word(set);
+		else if (how == SIG_UNBLOCK)
+			w &= ~sigmask_word(set);
+		else if (how == SIG_SETMASK)
+			w = sigmask_word(set);
+	}
+	sigmask_prog = w;
+	sigmask_prog_known = 1;
+}
+
+/* Remembers the calling thread's mask as it is now. */
+void
+sigmask_note_current(void)
+{
+	sigset_t cur;
+
+	if (sigmask_syscall(SIG_BLOCK, NULL, &cur) == 0)
+		sigmask_note(SIG_BLOCK, NULL, &cur);
+}
+
+/* The calling thread's mask as the program last set it; 0 if unknown. */
+int
+sigmask_program(uint64_t *mask)
+{
+	if (!sigmask_prog_known)
+		return 0;
+	*mask = sigmask_prog;
+	return 1;
+}
+
 /* Interposed: the program's thread masks, never blocking the guard. */
 int
 pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	sigset_t copy;
+	sigset_t copy, prev;
+	int rc;
 
 	set = sigmask_filter(how, set, &copy);
-	return sigmask_real(how, set, old);
+	if ((rc = sigmask_real(how, set, &prev)) == 0) {
+		sigmask_note(how, set, &prev);
+		if (old != NULL)
+			*old = prev;
+	}
+	return rc;
 }
 
 /* Interposed: the same for sigprocmask (0, or -1 and errno). */
 int
 sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-	sigset_t copy;
+	sigset_t copy, prev;
+	int rc;
 
 	set = sigmask_filter(how, set, &copy);
 	if (sigmask_next_proc != NULL)
-		return sigmask_next_proc(how, set, old);
-	return sigmask_syscall(how, set, old);
+		rc = sigmask_next_proc(how, set, &prev);
+	else
+		rc = sigmask_syscall(how, set, &prev);
+	if (rc == 0) {
+		sigmask_note(how, set, &prev);
+		if (old != NULL)
+			*old = prev;
+	}
+	return rc;
 }

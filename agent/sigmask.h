@@ -10,6 +10,7 @@
 #define PROFD_AGENT_SIGMASK_H
 
 #include <signal.h>
+#include <stdint.h>
 
 /* Keeps signo deliverable from now on (0: stop guarding). */
 void	sigmask_guard(int signo);
@@ -17,5 +18,13 @@ void	sigmask_guard(int signo);
 int	sigmask_guarded(void);
 /* The real pthread_sigmask, for the agent's own masks (not filtered). */
 int	sigmask_real(int how, const sigset_t *set, sigset_t *old);
+/* Remembers the calling thread's current mask as the program's. */
+void	sigmask_note_current(void);
+/*
+ * The calling thread's mask as the program last set it through these
+ * functions (signals 1-64: bit n - 1 for signal n); 0 if never seen.
+ * Async-signal-safe.
+ */
+int	sigmask_program(uint64_t *mask);
 
 #endif

@@ -481,47 +481,77 @@ upload_send_head(struct upload *u, int64_t deadline, int flushing)
 	upload_backoff(u, flushing);
 }
 
-/* Parses http://host[:port][/prefix] into u; -1 with *cause if unusable. */
-static int
-upload_parse_url(struct upload *u, const char *url, char **cause)
-{
-	const char *p, *host, *hend, *path;
-	char *end;
-	long port = 80;
+/* The parts of http://host[:port][/prefix], as spans of the URL. */
+struct upload_url {
+	const char	*host;		/* without brackets */
+	const char	*hend;
+	const char	*path;		/* "" or "/prefix" */
+	long		 port;
+};
 
+/* Splits url without allocating; -1 with *cause if unusable. */
+static int
+upload_split_url(const char *url, struct upload_url *out, char **cause)
+{
+	const char *p;
+	char *end;
+
+	out->port = 80;
 	if (strncasecmp(url, "http://", 7) != 0 || strpbrk(url, "?#@ ") != NULL)
 		goto bad;
-	host = p = url + 7;
+	out->host = p = url + 7;
 	if (*p == '[') {
-		host = ++p;
-		if ((hend = strchr(p, ']')) == NULL)
+		out->host = ++p;
+		if ((out->hend = strchr(p, ']')) == NULL)
 			goto bad;
-		p = hend + 1;
+		p = out->hend + 1;
 	} else {
 		p += strcspn(p, ":/");
-		hend = p;
+		out->hend = p;
 	}
-	if (hend == host)
+	if (out->hend == out->host)
 		goto bad;
 	if (*p == ':') {
 		errno = 0;
-		port = strtol(p + 1, &end, 10);
-		if (end == p + 1 || errno != 0 || port < 1 || port > 65535 ||
-		    (*end != '\0' && *end != '/'))
+		out->port = strtol(p + 1, &end, 10);
+		if (end == p + 1 || errno != 0 || out->port < 1 ||
+		    out->port > 65535 || (*end != '\0' && *end != '/'))
 			goto bad;
 		p = end;
 	}
 	if (*p != '\0' && *p != '/')
 		goto bad;
-	path = p;
-	u->host = xasprintf("%.*s", (int)(hend - host), host);
-	u->port = xasprintf("%ld", port);
-	u->hostport = xasprintf("%.*s", (int)(p - (url + 7)), url + 7);
-	u->target = xstrdup(path);
+	out->path = p;
 	return 0;
 bad:
 	return xcause(cause, "collector URL \"%s\" must be "
 	    "http://host[:port][/prefix]", url);
+}
+
+/* Checks that url is one upload_new takes; -1 with *cause if not. */
+int
+upload_check_url(const char *url, char **cause)
+{
+	struct upload_url parts;
+
+	return upload_split_url(url, &parts, cause);
+}
+
+/* Parses http://host[:port][/prefix] into u; -1 with *cause if unusable. */
+static int
+upload_parse_url(struct upload *u, const char *url, char **cause)
+{
+	struct upload_url parts;
+
+	if (upload_split_url(url, &parts, cause) != 0)
+		return -1;
+	u->host = xasprintf("%.*s", (int)(parts.hend - parts.host),
+	    parts.host);
+	u->port = xasprintf("%ld", parts.port);
+	u->hostport = xasprintf("%.*s", (int)(parts.path - (url + 7)),
+	    url + 7);
+	u->target = xstrdup(parts.path);
+	return 0;
 }
 
 /* Parses the URL and prepares the request target. */

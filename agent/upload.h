@@ -35,6 +35,8 @@ typedef int64_t (*upload_hook_cb)(void *arg);
 struct upload	*upload_new(const char *url, const char *service,
 		    const char *labels, const char *token, size_t queue_max,
 		    int verbose, char **cause);
+/* Checks the URL as upload_new would, allocating nothing on success. */
+int		 upload_check_url(const char *url, char **cause);
 void		 upload_set_hook(struct upload *, upload_hook_cb, void *arg);
 /* Queues a gzipped profile (takes ownership of data). */
 void		 upload_push(struct upload *, uint8_t *data, size_t len);

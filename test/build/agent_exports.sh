@@ -4,9 +4,13 @@
 # symbol but the public ones, profd_agent_* and the exec wrappers of
 # agent/exec.c (what a sanitizer or the toolchain adds is not counted), and
 # both define all of those. Then a program with its own xmalloc,
-# config_check and upload_new links against the static archive (and the
-# shared object) without a duplicate symbol, runs, and the agent in it
-# writes a profile without calling the program's functions.
+# config_check, upload_new and (as if it had its own zlib and protobuf-c)
+# deflate, crc32 and protobuf_c_message_pack links against the static
+# archive (and the shared object) without a duplicate symbol, runs, and
+# the agent in it writes a profile without calling the program's
+# functions. Where configure found zlib's and protobuf-c's static
+# archives, the shared object needs no library but libc (and a
+# sanitizer's runtime): a program it is preloaded into loads one library.
 #
 # Environment (set by `make check`): top_builddir, top_srcdir. The compiler
 # and sanitizer flags are the ones configure chose (read from the
@@ -108,6 +112,9 @@ static int clash_calls;
 void *xmalloc(size_t n);
 int config_check(const char *s);
 int upload_new(int x);
+int deflate(int x);
+unsigned long crc32(int x);
+size_t protobuf_c_message_pack(int x);
 
 /* The program's xmalloc: counts its calls. */
 void *
@@ -131,6 +138,30 @@ upload_new(int x)
 {
 	clash_calls++;
 	return x + 1;
+}
+
+/* The program's deflate (not zlib's): counts its calls. */
+int
+deflate(int x)
+{
+	clash_calls++;
+	return x + 2;
+}
+
+/* The program's crc32 (not zlib's): counts its calls. */
+unsigned long
+crc32(int x)
+{
+	clash_calls++;
+	return (unsigned long)x + 3;
+}
+
+/* The program's protobuf_c_message_pack: counts its calls. */
+size_t
+protobuf_c_message_pack(int x)
+{
+	clash_calls++;
+	return (size_t)x + 4;
 }
 
 /* CPU time of the process in seconds. */
@@ -158,7 +189,9 @@ main(int argc, char **argv)
 		return 2;
 	p = xmalloc(16);
 	free(p);
-	if (!config_check("ok") || upload_new(1) != 2 || clash_calls != 3) {
+	if (!config_check("ok") || upload_new(1) != 2 || deflate(1) != 3 ||
+	    crc32(1) != 4 || protobuf_c_message_pack(1) != 5 ||
+	    clash_calls != 6) {
 		printf("own functions: wrong results\n");
 		return 1;
 	}
@@ -190,7 +223,7 @@ main(int argc, char **argv)
 			files++;
 	closedir(d);
 	printf("profiles %d calls %d\n", files, clash_calls);
-	return files > 0 && clash_calls == 3 ? 0 : 1;
+	return files > 0 && clash_calls == 6 ? 0 : 1;
 }
 CEOF
 
@@ -206,9 +239,9 @@ link_and_run() {
 	shift 2
 	mkdir -p "$out"
 	if "$@" >"$T_TMP/link.log" 2>&1; then
-		ok "$what: a program defining xmalloc, config_check and upload_new links"
+		ok "$what: a program defining xmalloc, config_check, upload_new, deflate, crc32 and protobuf_c_message_pack links"
 	else
-		not_ok "$what: a program defining xmalloc, config_check and upload_new links"
+		not_ok "$what: a program defining xmalloc, config_check, upload_new, deflate, crc32 and protobuf_c_message_pack links"
 		diag_file "$T_TMP/link.log"
 		not_ok "$what: it runs, and the agent in it writes a profile"
 		return
@@ -239,6 +272,21 @@ if [ -f "$SO" ]; then
 	    -Wl,-rpath,"$(cd "$(dirname "$SO")" && pwd)"
 else
 	skip "shared object not built"; skip "shared object not built"
+fi
+
+# 9. With the static archives of zlib and protobuf-c, the shared object
+# loads no other library but libc (and a sanitizer's runtime).
+if [ -f "$SO" ] && [ -n "$(makevar AGENT_STATIC_LIBS)" ]; then
+	needed=$(readelf -d "$SO" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
+	    grep -Ev '^(libc\.so|lib(a|ub|t)san\.so|libstdc\+\+|libm\.so|libgcc_s|libpthread|libdl|librt)' | tr '\n' ' ')
+	if [ -z "$needed" ]; then
+		ok "shared object: needs no library but libc (zlib and protobuf-c linked in)"
+	else
+		not_ok "shared object: needs no library but libc (zlib and protobuf-c linked in)"
+		diag "also needed: $needed"
+	fi
+else
+	skip "no static zlib and protobuf-c archives: the agent links them dynamically"
 fi
 
 echo "1..$T_N"
