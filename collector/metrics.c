@@ -27,7 +27,8 @@
 
 static const char *metrics_routes[METRICS_NROUTES] = {
 	"upload", "list", "get", "get_merged", "merge", "services", "labels",
-	"version", "metrics", "healthz", "other",
+	"version", "metrics", "healthz", "flamegraph", "top", "diff",
+	"sample_types", "other",
 };
 
 /* Upper bounds in seconds; +Inf is implied. */

@@ -19,6 +19,7 @@
 #include "collector/api/api_info.h"
 #include "collector/api/api_merge.h"
 #include "collector/api/api_merge_post.h"
+#include "collector/api/api_views.h"
 #include "collector/api/api_ops.h"
 #include "collector/api/api_profiles.h"
 #include "collector/api/params.h"
@@ -68,6 +69,12 @@ static const struct router_route router_routes[] = {
 	    0 },
 	{ "/api/0/labels", api_info_labels, NULL, METRICS_ROUTE_LABELS, 0 },
 	{ "/api/0/version", api_info_version, NULL, METRICS_ROUTE_VERSION, 0 },
+	{ "/api/0/flamegraph", api_views_flamegraph, NULL,
+	    METRICS_ROUTE_FLAMEGRAPH, 0 },
+	{ "/api/0/top", api_views_top, NULL, METRICS_ROUTE_TOP, 0 },
+	{ "/api/0/diff", api_views_diff, NULL, METRICS_ROUTE_DIFF, 0 },
+	{ "/api/0/sample_types", api_views_sample_types, NULL,
+	    METRICS_ROUTE_SAMPLE_TYPES, 0 },
 	{ "/metrics", api_ops_metrics, NULL, METRICS_ROUTE_METRICS, 0 },
 	{ "/healthz", api_ops_healthz, NULL, METRICS_ROUTE_HEALTHZ, 0 },
 };

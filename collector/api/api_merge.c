@@ -157,21 +157,22 @@ api_merge_memory_error(struct httpjob *job, int code, const char *cause)
 		    "out of memory", (unsigned long long)v, unit);
 }
 
-/* Worker: merges ma->ids into the job's result. */
-static void
-api_merge_ids_run(struct httpjob *job, struct api_merge_args *ma)
+/* Worker: merges ids into one gzipped pprof; see api_merge.h. */
+int
+api_merge_bytes(struct httpjob *job, char **ids, size_t nids,
+    uint8_t **out, size_t *outlen)
 {
-	struct api_merge_fetch mf = { job->env->store, ma->ids };
+	struct api_merge_fetch mf = { job->env->store, ids };
 	struct merge_run_skips skips;
-	uint8_t *out = NULL;
-	size_t outlen = 0;
 	char *cause = NULL;
 	int code = 500, rc;
 
+	*out = NULL;
+	*outlen = 0;
 	rc = merge_run(job->env->merge_pool != NULL ? job->env->merge_pool :
-	    job->env->pool, job->env->merge_budget, ma->nids,
+	    job->env->pool, job->env->merge_budget, nids,
 	    api_merge_fetch_blob, &mf, job->env->cfg->max_inflated,
-	    &job->cancelled, &out, &outlen, &skips, &code, &cause);
+	    &job->cancelled, out, outlen, &skips, &code, &cause);
 	api_merge_report_skips(job, &skips);
 	if (rc != 0 || code != 200) {
 		if (code == 200 || code == 0)
@@ -182,9 +183,22 @@ api_merge_ids_run(struct httpjob *job, struct api_merge_args *ma)
 			httpjob_error(job, code, "merge failed: %s",
 			    cause != NULL ? cause : "unknown error");
 		free(cause);
-		free(out);
-		return;
+		free(*out);
+		*out = NULL;
+		return -1;
 	}
+	return 0;
+}
+
+/* Worker: merges ma->ids into the job's result. */
+static void
+api_merge_ids_run(struct httpjob *job, struct api_merge_args *ma)
+{
+	uint8_t *out;
+	size_t outlen;
+
+	if (api_merge_bytes(job, ma->ids, ma->nids, &out, &outlen) != 0)
+		return;
 	httpjob_bytes(job, out, outlen, "application/octet-stream",
 	    ma->filename);
 }
@@ -293,53 +307,67 @@ api_merge_head_reply(struct httpjob *job, struct api_merge_args *ma)
 	httpjob_bytes(job, NULL, 0, "application/octet-stream", ma->filename);
 }
 
-/* Worker: finds the matching profiles, then merges them. */
-static void
-api_merge_query_work(struct httpjob *job)
+/* Worker: the ids a query selects for a merge; see api_merge.h. */
+int
+api_merge_select(struct httpjob *job, const struct params_query *qa,
+    int empty_ok, char ***ids, size_t *nids)
 {
-	struct api_merge_args *ma = job->arg;
-	struct store_query q = ma->qa.q;
+	struct store_query q = qa->q;
 	struct profile_meta *metas;
 	size_t i, n, max = (size_t)job->env->cfg->max_merge_profiles;
 	size_t mismatched;
 	unsigned char *keep;
 	char *cause = NULL;
 
+	*ids = NULL;
+	*nids = 0;
 	if (q.limit == 0 || q.limit > max)
 		q.limit = max + 1;
 	if (store_list(job->env->store, &q, &metas, &n, &cause) != 0) {
 		httpjob_error(job, 500, "storage error: %s", cause);
 		free(cause);
-		return;
+		return -1;
 	}
 	if (n == 0) {
-		httpjob_error(job, 404, "no %s profiles of service %s matched",
-		    ma->qa.type, ma->qa.service);
 		store_meta_free_array(metas, n);
-		return;
+		if (empty_ok)
+			return 0;
+		httpjob_error(job, 404, "no %s profiles of service %s matched",
+		    qa->type, qa->service);
+		return -1;
 	}
 	if (n > max) {
 		httpjob_error(job, 413, "more than %zu profiles match "
 		    "(--max-merge-profiles); narrow the time range or labels, "
 		    "or set limit", max);
 		store_meta_free_array(metas, n);
-		return;
+		return -1;
 	}
 	keep = xcalloc(n, 1);
 	if ((mismatched = api_merge_pick_types(metas, n, keep)) > 0) {
 		httpjob_header(job, "X-Profd-Merge-Mismatched", "%zu",
 		    mismatched);
 		log_info("merge of %s %s: %zu of %zu profiles left out (other "
-		    "sample types)", ma->qa.service, ma->qa.type, mismatched,
-		    n);
+		    "sample types)", qa->service, qa->type, mismatched, n);
 	}
-	ma->ids = xcalloc(n, sizeof *ma->ids);
+	*ids = xcalloc(n, sizeof **ids);
 	for (i = 0; i < n; i++) {
 		if (keep[i])
-			ma->ids[ma->nids++] = xstrdup(metas[i].id);
+			(*ids)[(*nids)++] = xstrdup(metas[i].id);
 	}
 	free(keep);
 	store_meta_free_array(metas, n);
+	return 0;
+}
+
+/* Worker: finds the matching profiles, then merges them. */
+static void
+api_merge_query_work(struct httpjob *job)
+{
+	struct api_merge_args *ma = job->arg;
+
+	if (api_merge_select(job, &ma->qa, 0, &ma->ids, &ma->nids) != 0)
+		return;
 	if (ma->head)
 		api_merge_head_reply(job, ma);
 	else

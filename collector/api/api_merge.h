@@ -6,9 +6,14 @@
 #ifndef PROFD_API_MERGE_H
 #define PROFD_API_MERGE_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 struct env;
 struct evhttp_request;
+struct httpjob;
 struct params;
+struct params_query;
 
 /* GET /api/0/profiles/merge */
 void	api_merge_query(struct env *, struct evhttp_request *,
@@ -16,5 +21,21 @@ void	api_merge_query(struct env *, struct evhttp_request *,
 /* GET /api/0/profiles/{id1}+{id2}+...: merges those profiles. */
 void	api_merge_ids(struct env *, struct evhttp_request *,
 	    const char *ids);
+
+/*
+ * Worker: the ids of the profiles qa selects for a merge (at most
+ * --max-merge-profiles; those with the most common set of sample types).
+ * 0 with *ids and *nids (caller frees; none if nothing matched and
+ * empty_ok), or -1 with the job answered (404, 413, 500).
+ */
+int	api_merge_select(struct httpjob *, const struct params_query *qa,
+	    int empty_ok, char ***ids, size_t *nids);
+/*
+ * Worker: merges the stored profiles ids on the merge pool into one
+ * gzipped pprof. 0 with *out (caller frees) and *outlen, or -1 with the
+ * job answered (404, 413, 422, 499, 500, 503).
+ */
+int	api_merge_bytes(struct httpjob *, char **ids, size_t nids,
+	    uint8_t **out, size_t *outlen);
 
 #endif

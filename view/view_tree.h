@@ -1,0 +1,63 @@
+/*
+ * Call trees of function names over one sample type of merged profiles:
+ * what the flame graph, the top table and the diff are computed from.
+ */
+#ifndef PROFD_VIEW_TREE_H
+#define PROFD_VIEW_TREE_H
+
+#include <regex.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/pprof.h"
+
+/* One call path: a frame under its caller (node 0 is the root). */
+struct view_node {
+	uint32_t	 name;		/* index into the tree's names */
+	uint32_t	 parent;
+	uint32_t	 child;		/* first child, or 0 */
+	uint32_t	 next;		/* next sibling, or 0 */
+	int64_t		 value;		/* this path's samples, callees included */
+	int64_t		 self;		/* samples with this frame on top */
+	int64_t		 base_value;	/* the same for the baseline (diff) */
+	int64_t		 base_self;
+};
+
+struct view_tree {
+	struct view_node	*nodes;
+	size_t			 n, cap;
+	char			**names;	/* interned function names */
+	size_t			 nnames, names_cap;
+	uint32_t		*name_slots;	/* hash of names: index + 1 */
+	size_t			 name_slots_n;
+	uint32_t		*child_slots;	/* hash of (parent, name): node */
+	size_t			 child_slots_n;
+	int64_t			 total, base_total;
+	int			 profiles, base_profiles;
+};
+
+/* Which frames count: focus keeps samples through a match, hide drops. */
+struct view_filter {
+	const regex_t	*focus;		/* NULL: every sample */
+	const regex_t	*hide;		/* NULL: every frame */
+};
+
+void	view_tree_init(struct view_tree *);
+void	view_tree_clear(struct view_tree *);
+/*
+ * The index of the sample type named name ("cpu", "alloc_space"); with
+ * name NULL or "", the profile's default sample type, else the last one
+ * (as pprof picks). -1 with *cause if there is no such type.
+ */
+int	view_tree_sample_index(const pprof_profile_t *, const char *name,
+	    char **cause);
+/*
+ * Adds every sample of p's sample type idx to the tree (as the baseline
+ * when base is set), filtered by f (may be NULL).
+ */
+void	view_tree_add(struct view_tree *, const pprof_profile_t *p, int idx,
+	    const struct view_filter *f, int base);
+/* The name of node i. */
+const char *view_tree_name(const struct view_tree *, uint32_t i);
+
+#endif
