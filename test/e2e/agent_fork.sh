@@ -3,7 +3,8 @@
 # starts its own agent (thread, timers, ring, uploads). (1) forker forks 4
 # workers that burn CPU: profd receives profiles from the 4 worker pids and
 # the parent, each labelled pid=PID and exe=forker, samples in worker_burn
-# from the workers. (2) nginx, master + 2 workers (gzip on) under wrk:
+# from the workers. (2) nginx, master + 2 workers (gzip on; reuseport, so
+# the kernel spreads wrk's 8 connections over both) under wrk:
 # profiles with samples come from at least 2 worker pids. Every profile's
 # mapping 1 is the main executable.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
@@ -108,7 +109,7 @@ http {
 	gzip_types text/plain;
 	gzip_min_length 0;
 	server {
-		listen 127.0.0.1:$port;
+		listen 127.0.0.1:$port reuseport;
 		root $N/www;
 		location / { default_type text/plain; }
 	}
@@ -123,9 +124,14 @@ for i in $(seq 1 50); do
 	sleep 0.1
 done
 wpids=$(pgrep -P "$master" | sort -n)
-wrk -t2 -c4 -d4s -H 'Accept-Encoding: gzip' \
+wrk -t2 -c8 -d4s -H 'Accept-Encoding: gzip' \
     "http://127.0.0.1:$port/page.txt" >"$N/wrk.txt" 2>&1
 grep -E 'Requests/sec' "$N/wrk.txt" | sed 's/^/# wrk: /'
+# Each worker's CPU (clock ticks) and threads, to tell an idle worker
+# from an unprofiled one.
+for w in $wpids; do
+	diag "worker $w: utime $(awk '{ print $14 }' /proc/$w/stat 2>/dev/null) ticks, $(ls /proc/$w/task 2>/dev/null | wc -l) threads"
+done
 kill -QUIT "$master"
 wait "$master"
 sed 's/^/# nginx: /' "$N/stderr" | head -n 5
