@@ -19,6 +19,7 @@
 #include "collector/api/api_info.h"
 #include "collector/api/api_merge.h"
 #include "collector/api/api_merge_post.h"
+#include "collector/api/api_ui.h"
 #include "collector/api/api_views.h"
 #include "collector/api/api_ops.h"
 #include "collector/api/api_profiles.h"
@@ -147,6 +148,15 @@ router_route(const char *path, const char *rawpath,
 			d->name = r->post_name;
 		} else
 			d->allow = r->post != NULL ? "GET, POST" : "GET";
+		return;
+	}
+	if (strcmp(path, "/") == 0 || strcmp(path, "/ui") == 0 ||
+	    strncmp(path, "/ui/", 4) == 0) {
+		if (is_get) {
+			d->fn = api_ui_get;
+			d->name = METRICS_ROUTE_UI;
+		} else
+			d->allow = "GET";
 		return;
 	}
 	if ((d->ids = router_ids_segment(rawpath)) == NULL)

@@ -7,15 +7,30 @@ libevent-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler
 libjansson-dev zlib1g-dev libdeflate-dev curl jq golang-go time clang llvm
 libclang-rt-14-dev wrk sqlite3 util-linux python3 python3.11 gzip linux-perf
 systemd groff-base nginx-light xz-utils
-redis-server redis-tools"
+redis-server redis-tools chromium"
 missing=
 for p in $PKGS; do
 	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 		missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
-echo "deps.sh: installing:$missing"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+if [ -n "$missing" ]; then
+	echo "deps.sh: installing:$missing"
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+	    --no-install-recommends $missing
+fi
+# playwright-core from npm, for the browser test (test/e2e/ui_browser.sh):
+# it drives Debian's chromium, installed above; it downloads no browser.
+ui=$(cd "$(dirname "$0")/.." && pwd)/test/ui
+if [ -f "$ui/package-lock.json" ] && [ ! -d "$ui/node_modules/playwright-core" ]; then
+	if command -v npm >/dev/null 2>&1; then
+		echo "deps.sh: npm ci in test/ui (playwright-core)"
+		PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$ui" \
+		    --no-audit --no-fund --loglevel=error ||
+		    echo "deps.sh: npm ci failed; the browser test will be skipped"
+	else
+		echo "deps.sh: npm not found; the browser test will be skipped"
+	fi
+fi

@@ -26,6 +26,8 @@ reply_reason(int code)
 {
 	switch (code) {
 	case 200: return "OK";
+	case 302: return "Found";
+	case 304: return "Not Modified";
 	case 400: return "Bad Request";
 	case 401: return "Unauthorized";
 	case 403: return "Forbidden";
@@ -60,6 +62,21 @@ reply_send(struct env *env, struct evhttp_request *req, int code,
 		evhttp_add_header(h, "Retry-After", "1");
 	evhttp_send_reply(req, code, reply_reason(code), buf);
 	evbuffer_free(buf);
+}
+
+/* Sends code with static bytes (never freed) and their type (or none). */
+void
+reply_static(struct env *env, struct evhttp_request *req, int code,
+    const void *data, size_t len, const char *content_type)
+{
+	struct evbuffer *out = evbuffer_new();
+
+	if (len > 0)
+		evbuffer_add_reference(out, data, len, NULL, NULL);
+	if (content_type != NULL)
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Content-Type", content_type);
+	reply_send(env, req, code, out);
 }
 
 /* Frees the memory behind an evbuffer reference. */

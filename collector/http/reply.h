@@ -23,6 +23,12 @@ void	reply_error(struct env *, struct evhttp_request *, int code,
 /* Sends bytes (ownership of buf passes to the reply). */
 void	reply_bytes(struct env *, struct evhttp_request *, uint8_t *buf,
 	    size_t len, const char *content_type, const char *filename);
+/*
+ * Sends code with len static bytes at data (never freed; 0 for none) and
+ * content_type (NULL: no Content-Type); other headers are the caller's.
+ */
+void	reply_static(struct env *, struct evhttp_request *, int code,
+	    const void *data, size_t len, const char *content_type);
 /* The reason phrase for a status code. */
 const char *reply_reason(int code);
 

@@ -15,7 +15,7 @@
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 src=${top_srcdir:-.}
 bld=${top_builddir:-.}
-DIRS="common proto storage merge collector agent"
+DIRS="common proto storage merge view collector agent"
 
 # prefix_ok FILE NAME: true if NAME is allowed in FILE.
 prefix_ok() {

@@ -198,8 +198,10 @@ test_routes(void)
 	ok(httptest_header_is(c, "Content-Type", "application/json"),
 	    "as application/json");
 	httptest_free(c);
-	ok(test_router_expect(s, "GET", "/", NULL, 404, "no such endpoint"),
-	    "GET /: 404");
+	c = test_router_request(s, "GET", "/", NULL);
+	ok(c->status == 302 && httptest_header_is(c, "Location", "/ui/"),
+	    "GET /: 302 to the UI (/ui/)");
+	httptest_free(c);
 	ok(test_router_expect(s, "GET", "/api/0/profiles/a/b", NULL, 404,
 	    "no such endpoint"), "a slash inside the ids: 404");
 	ok(test_router_expect(s, "GET", "/api/0/versionx", NULL, 404,
@@ -251,7 +253,9 @@ test_routes(void)
 
 	c = test_router_request(s, "GET", "/metrics", NULL);
 	ok(c->status == 200 && strstr(httptest_body(c),
-	    "profd_http_requests_total{route=\"other\",code=\"404\"} 4\n") !=
+	    "profd_http_requests_total{route=\"other\",code=\"404\"} 3\n") !=
+	    NULL && strstr(httptest_body(c),
+	    "profd_http_requests_total{route=\"ui\",code=\"302\"} 1\n") !=
 	    NULL && strstr(httptest_body(c),
 	    "profd_http_requests_total{route=\"other\",code=\"405\"} 3\n") !=
 	    NULL && strstr(httptest_body(c),
