@@ -475,11 +475,11 @@ merge_run_helpers(struct pool *pool, struct merge_run_state *st,
 	return nhelpers;
 }
 
-/* See merge_run.h. */
-int
-merge_run(struct pool *pool, struct budget *budget, size_t n,
+/* merge_run and merge_run_raw: the result gzipped, or not. */
+static int
+merge_run_do(struct pool *pool, struct budget *budget, size_t n,
     merge_fetch_cb fetch, void *arg, size_t max_inflated,
-    const volatile int *cancel, uint8_t **out, size_t *outlen,
+    const volatile int *cancel, int gzip, uint8_t **out, size_t *outlen,
     struct merge_run_skips *skips, int *http_code, char **cause)
 {
 	struct merge_run_state *st;
@@ -569,7 +569,8 @@ merge_run(struct pool *pool, struct budget *budget, size_t n,
 	    "locations, %zu bytes of memory at most", __func__, n, nhelpers,
 	    merge_samples(sh.m), merge_locations(sh.m),
 	    atomic_load(&st->acct.peak));
-	if (merge_result_gzip(sh.m, out, outlen, &why) != 0) {
+	if ((gzip ? merge_result_gzip(sh.m, out, outlen, &why) :
+	    merge_result_raw(sh.m, out, outlen, &why)) != 0) {
 		if (merge_out_of_memory(sh.m)) {
 			merge_run_fail_memory(st);
 			*http_code = st->code;
@@ -593,4 +594,26 @@ out:
 	budget_acct_done(&st->acct);
 	merge_run_unref(st);
 	return rc;
+}
+
+/* See merge_run.h. */
+int
+merge_run(struct pool *pool, struct budget *budget, size_t n,
+    merge_fetch_cb fetch, void *arg, size_t max_inflated,
+    const volatile int *cancel, uint8_t **out, size_t *outlen,
+    struct merge_run_skips *skips, int *http_code, char **cause)
+{
+	return merge_run_do(pool, budget, n, fetch, arg, max_inflated, cancel,
+	    1, out, outlen, skips, http_code, cause);
+}
+
+/* See merge_run.h. */
+int
+merge_run_raw(struct pool *pool, struct budget *budget, size_t n,
+    merge_fetch_cb fetch, void *arg, size_t max_inflated,
+    const volatile int *cancel, uint8_t **out, size_t *outlen,
+    struct merge_run_skips *skips, int *http_code, char **cause)
+{
+	return merge_run_do(pool, budget, n, fetch, arg, max_inflated, cancel,
+	    0, out, outlen, skips, http_code, cause);
 }

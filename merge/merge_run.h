@@ -55,4 +55,14 @@ int	merge_run(struct pool *pool, struct budget *budget, size_t n,
 	    const volatile int *cancel, uint8_t **out, size_t *outlen,
 	    struct merge_run_skips *skips, int *http_code, char **cause);
 
+/*
+ * merge_run, the result not gzipped (the protobuf bytes): for callers that
+ * read the merged profile themselves (the UI's views) and would only
+ * inflate it again.
+ */
+int	merge_run_raw(struct pool *pool, struct budget *budget, size_t n,
+	    merge_fetch_cb fetch, void *arg, size_t max_inflated,
+	    const volatile int *cancel, uint8_t **out, size_t *outlen,
+	    struct merge_run_skips *skips, int *http_code, char **cause);
+
 #endif

@@ -159,7 +159,7 @@ api_merge_memory_error(struct httpjob *job, int code, const char *cause)
 
 /* Worker: merges ids into one gzipped pprof; see api_merge.h. */
 int
-api_merge_bytes(struct httpjob *job, char **ids, size_t nids,
+api_merge_bytes(struct httpjob *job, char **ids, size_t nids, int raw,
     uint8_t **out, size_t *outlen)
 {
 	struct api_merge_fetch mf = { job->env->store, ids };
@@ -169,9 +169,9 @@ api_merge_bytes(struct httpjob *job, char **ids, size_t nids,
 
 	*out = NULL;
 	*outlen = 0;
-	rc = merge_run(job->env->merge_pool != NULL ? job->env->merge_pool :
-	    job->env->pool, job->env->merge_budget, nids,
-	    api_merge_fetch_blob, &mf, job->env->cfg->max_inflated,
+	rc = (raw ? merge_run_raw : merge_run)(job->env->merge_pool != NULL ?
+	    job->env->merge_pool : job->env->pool, job->env->merge_budget,
+	    nids, api_merge_fetch_blob, &mf, job->env->cfg->max_inflated,
 	    &job->cancelled, out, outlen, &skips, &code, &cause);
 	api_merge_report_skips(job, &skips);
 	if (rc != 0 || code != 200) {
@@ -197,7 +197,7 @@ api_merge_ids_run(struct httpjob *job, struct api_merge_args *ma)
 	uint8_t *out;
 	size_t outlen;
 
-	if (api_merge_bytes(job, ma->ids, ma->nids, &out, &outlen) != 0)
+	if (api_merge_bytes(job, ma->ids, ma->nids, 0, &out, &outlen) != 0)
 		return;
 	httpjob_bytes(job, out, outlen, "application/octet-stream",
 	    ma->filename);

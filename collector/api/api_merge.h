@@ -32,10 +32,10 @@ int	api_merge_select(struct httpjob *, const struct params_query *qa,
 	    int empty_ok, char ***ids, size_t *nids);
 /*
  * Worker: merges the stored profiles ids on the merge pool into one
- * gzipped pprof. 0 with *out (caller frees) and *outlen, or -1 with the
- * job answered (404, 413, 422, 499, 500, 503).
+ * gzipped pprof (raw: not gzipped). 0 with *out (caller frees) and
+ * *outlen, or -1 with the job answered (404, 413, 422, 499, 500, 503).
  */
-int	api_merge_bytes(struct httpjob *, char **ids, size_t nids,
+int	api_merge_bytes(struct httpjob *, char **ids, size_t nids, int raw,
 	    uint8_t **out, size_t *outlen);
 
 #endif

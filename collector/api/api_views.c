@@ -272,7 +272,7 @@ api_views_load(struct httpjob *job, struct api_views_sel *s,
 		return -1;
 	if (s->nids == 0)
 		return 0;
-	if (api_merge_bytes(job, s->ids, s->nids, &out, &outlen) != 0)
+	if (api_merge_bytes(job, s->ids, s->nids, 1, &out, &outlen) != 0)
 		return -1;
 	*prof = pprof_load(out, outlen, job->env->cfg->max_inflated, NULL,
 	    &cause);
