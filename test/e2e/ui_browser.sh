@@ -6,7 +6,8 @@
 # table's first row and its flat value equal `go tool pprof -top`'s, the
 # flame graph canvas is drawn, a click zooms and goes into the URL, search
 # highlights and shows a share, diff mode renders, a copied URL restores
-# the view, and the merged download link is right. Screenshots are left in
+# the view (and is drawn within 1 s in a new tab: first meaningful paint),
+# and the merged download link is right. Screenshots are left in
 # the test's temporary directory (UI_SCREENSHOT_DIR to keep them).
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 . "${top_srcdir:-.}/test/e2e/pprof_read.sh"

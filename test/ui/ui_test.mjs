@@ -253,6 +253,30 @@ async function main() {
 		}
 	});
 
+	// First meaningful paint: a copied URL in a new tab (token in its
+	// session storage) until the top table and the flame graph are drawn.
+	await check('first meaningful paint of a copied URL under 1 s on loopback', async () => {
+		const url = page.url();
+		const p3 = await ctx.newPage();
+		try {
+			await p3.addInitScript((t) => { if (t) sessionStorage.setItem('profd_token', t); }, TOKEN);
+			const t0 = Date.now();
+			await p3.goto(url);
+			await idle(p3);
+			await topFirst(p3);
+			await p3.waitForFunction(() => {
+				const c = document.getElementById('flame');
+				return c && c.width > 0 && c.height > 0;
+			}, null, { timeout: STEP });
+			const ms = Date.now() - t0;
+			const colours = await canvasColours(p3, '#flame');
+			console.log(`# first meaningful paint: ${ms} ms (${colours} colours on the canvas)`);
+			return (ms < 1000 && colours > 2) || `${ms} ms, ${colours} colours`;
+		} finally {
+			await p3.close();
+		}
+	});
+
 	// (h) the merged download link
 	await check('#download-merged links to /api/0/profiles/merge with the selection', async () => {
 		const href = await page.getAttribute('#download-merged', 'href');
