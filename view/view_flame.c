@@ -27,19 +27,24 @@ struct view_flame_ctx {
 	int			 diff;
 };
 
+/* Heavier first: -1, 1, or 0 for equal weights. */
+static int
+view_flame_cmp_weight(const struct view_flame_ctx *cx, uint32_t x, uint32_t y)
+{
+	int64_t wx = view_flame_weight(&cx->t->nodes[x], cx->diff);
+	int64_t wy = view_flame_weight(&cx->t->nodes[y], cx->diff);
+
+	return wx == wy ? 0 : wx > wy ? -1 : 1;
+}
+
 /* qsort_r: heaviest first, then oldest (the parent before its children). */
 static int
 view_flame_cmp_rank(const void *a, const void *b, void *arg)
 {
-	const struct view_flame_ctx *cx = arg;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	int64_t wx, wy;
+	int c = view_flame_cmp_weight(arg, x, y);
 
-	wx = view_flame_weight(&cx->t->nodes[x], cx->diff);
-	wy = view_flame_weight(&cx->t->nodes[y], cx->diff);
-	if (wx != wy)
-		return wx > wy ? -1 : 1;
-	return x < y ? -1 : x > y;
+	return c != 0 ? c : x < y ? -1 : x > y;
 }
 
 /* qsort_r: heaviest first, then by name. */
@@ -48,13 +53,10 @@ view_flame_cmp_children(const void *a, const void *b, void *arg)
 {
 	const struct view_flame_ctx *cx = arg;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	int64_t wx, wy;
+	int c = view_flame_cmp_weight(cx, x, y);
 
-	wx = view_flame_weight(&cx->t->nodes[x], cx->diff);
-	wy = view_flame_weight(&cx->t->nodes[y], cx->diff);
-	if (wx != wy)
-		return wx > wy ? -1 : 1;
-	return strcmp(view_tree_name(cx->t, x), view_tree_name(cx->t, y));
+	return c != 0 ? c : strcmp(view_tree_name(cx->t, x),
+	    view_tree_name(cx->t, y));
 }
 
 /* One node's object: name, value, self (and base_value, base_self). */
