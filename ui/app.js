@@ -4,7 +4,9 @@
  * data comes from /api/0/*. The flame graph is an icicle: the root
  * ("total") is the top row and callees hang below their callers; when
  * zoomed, the zoomed frame's ancestors stay above it at full width.
- * Test hooks: window.profdUI.frameAt(name) and window.profdUI.state().
+ * The keyboard cursor (curPath, names below the root, like zoom) is a frame
+ * the arrow keys move; it is shown (kb) while the canvas has keyboard focus.
+ * Test hooks: window.profdUI.frameAt(name), state() and cursor().
  */
 
 const $ = (id) => document.getElementById(id);
@@ -20,7 +22,9 @@ let token = sessionStorage.getItem('profd_token') || '';
 let services = null;
 let flame = null, top = null;		/* bodies of /flamegraph|/diff and /top */
 let frames = [];			/* the frames drawn, pre-order */
+let frameOf = new Map();		/* tree node -> its frame in frames */
 let hover = null, selectedFn = null;
+let curPath = null, kb = false, ptrDown = false;	/* the keyboard cursor */
 let busy = false, loads = 0, loadedKey = null, loadGen = 0, ctrl = null;
 let lastError = '', matches = 0, share = null;
 let timelineMissing = false, timeline = null, tlDrag = null;
@@ -481,17 +485,27 @@ function bind() {
 	cv.addEventListener('mouseleave', () => { hover = null; tooltip(null); renderFlame(); });
 	cv.addEventListener('click', (e) => {
 		const f = hit(e.offsetX, e.offsetY);
-		if (f) zoomTo(f);
+		if (!f) return;
+		curPath = pathOf(f);
+		zoomTo(f);
 	});
-	cv.addEventListener('keydown', (e) => {
-		if (e.key === 'Escape') set({ zoom: undefined }, { viewOnly: true });
+	/* The mouse hides the keyboard cursor; focus by keyboard shows it. */
+	cv.addEventListener('pointerdown', () => {
+		ptrDown = true;
+		if (kb) showCursor(false);
 	});
+	for (const t of ['pointerup', 'pointercancel']) addEventListener(t, () => { ptrDown = false; });
+	cv.addEventListener('focus', () => { if (!ptrDown) showCursor(true); });
+	cv.addEventListener('blur', () => showCursor(false));
+	cv.addEventListener('keydown', flameKey);
 	let raf = 0;
 	const redraw = () => {
 		cancelAnimationFrame(raf);
 		raf = requestAnimationFrame(() => { renderFlame(); drawTimeline(); });
 	};
 	new ResizeObserver(redraw).observe($('flame-wrap'));
+	document.addEventListener('scroll', () => { if (kb && !hover) cursorInfo(cursorFrame()); },
+	    { capture: true, passive: true });
 	matchMedia('(prefers-color-scheme: dark)').addEventListener('change', redraw);
 	bindTimeline();
 }
@@ -560,6 +574,7 @@ function zoomChain(root) {
 /* Lays the frames out for width W; returns the number of rows. */
 function layout(W) {
 	frames = [];
+	frameOf = new Map();
 	if (!flame || !flame.root) return 0;
 	let chain = zoomChain(flame.root);
 	if (!chain) {
@@ -571,6 +586,7 @@ function layout(W) {
 	chain.forEach((n, d) => {
 		p = { n, x: 0, w: W, d, p, anc: d < chain.length - 1 };
 		frames.push(p);
+		frameOf.set(n, p);
 	});
 	const z = chain[chain.length - 1];
 	const scale = z.value > 0 ? W / z.value : 0;
@@ -580,6 +596,7 @@ function layout(W) {
 			if (w >= 0.4) {
 				const f = { n: c, x, w, d, p: pf, anc: false };
 				frames.push(f);
+				frameOf.set(c, f);
 				if (d + 1 > rows) rows = d + 1;
 				walk(f, x, d + 1);
 			}
@@ -642,7 +659,10 @@ function renderFlame() {
 	const re = searchRegex();
 	updateSearchShare(re);
 	updateZoomPath();
-	if (!frames.length) return;
+	if (!frames.length) {
+		if (kb) cursorInfo(null);
+		return;
+	}
 	const same = rgb(css('--same'));
 	const pal = { grew: rgb(css('--grew')), shrank: rgb(css('--shrank')), same,
 		sameS: mix(same, same, 0), match: css('--match'), dim: mix(same, [255, 255, 255], 0.35) };
@@ -669,11 +689,29 @@ function renderFlame() {
 			if (f.w >= 2 && re.test(f.n.name)) ctx.strokeRect(f.x + 1, f.d * ROW + 1, f.w - 3, ROW - 3);
 		}
 	}
-	if (hover && frames.includes(hover)) {
+	/* Frames are rebuilt at each render: find the hovered node's. */
+	const hf = hover && frameOf.get(hover.n);
+	if (hf) {
 		ctx.strokeStyle = css('--fg');
 		ctx.lineWidth = 1.5;
-		ctx.strokeRect(hover.x + 0.75, hover.d * ROW + 0.75, Math.max(hover.w - 2.5, 1), ROW - 2.5);
+		ctx.strokeRect(hf.x + 0.75, hf.d * ROW + 0.75, Math.max(hf.w - 2.5, 1), ROW - 2.5);
 	}
+	if (kb) {
+		const cf = cursorFrame();
+		if (cf) drawCursor(ctx, cf);
+		cursorInfo(cf);
+	}
+}
+
+/* The keyboard cursor: a thick focus-colour ring around a thin panel-colour one. */
+function drawCursor(ctx, f) {
+	const w = Math.max(f.w, 8), x = f.x + (f.w - w) / 2, y = f.d * ROW;
+	ctx.strokeStyle = css('--focus');
+	ctx.lineWidth = 3;
+	ctx.strokeRect(x + 1.5, y + 1.5, w - 4, ROW - 4);
+	ctx.strokeStyle = css('--panel');
+	ctx.lineWidth = 1;
+	ctx.strokeRect(x + 3.5, y + 3.5, w - 8, ROW - 8);
 }
 
 function updateSearchShare(re) {
@@ -712,26 +750,130 @@ function zoomTo(f) {
 	set({ zoom: p.length ? p.join(';') : undefined }, { viewOnly: true });
 }
 
-function flameHover(e) {
-	const f = hit(e.offsetX, e.offsetY);
-	if (f !== hover) {
-		hover = f;
-		renderFlame();
-	}
-	if (!f) { tooltip(null); return; }
+/* The lines of frame f's details (tooltip and live region), its name first. */
+function frameLines(f) {
 	const n = f.n, u = flame.unit, tot = flame.root.value || flame.total;
-	const lines = [el('b', null, n.name), el('br'),
-		`${fmtVal(n.value, u)} · ${pct(n.value, tot)} of total` +
+	const lines = [n.name, `${fmtVal(n.value, u)} · ${pct(n.value, tot)} of total` +
 		(f.p ? ` · ${pct(n.value, f.p.n.value)} of parent` : ''),
-		el('br'), `self ${fmtVal(n.self || 0, u)}`];
+		`self ${fmtVal(n.self || 0, u)}`];
 	if (state.mode === 'diff' && flame.base_total !== undefined) {
 		const bv = n.base_value || 0, bt = flame.base_total;
 		const dpp = (bt ? 100 * bv / bt : 0);
 		const spp = tot ? 100 * n.value / tot : 0;
-		lines.push(el('br'), `baseline ${fmtVal(bv, u)} · ${pct(bv, bt)} of baseline`,
-		    el('br'), `share change ${(spp - dpp >= 0 ? '+' : '') + (spp - dpp).toFixed(2)} points`);
+		lines.push(`baseline ${fmtVal(bv, u)} · ${pct(bv, bt)} of baseline`,
+		    `share change ${(spp - dpp >= 0 ? '+' : '') + (spp - dpp).toFixed(2)} points`);
 	}
-	tooltip(lines, e.clientX, e.clientY);
+	return lines;
+}
+function tipKids(lines) {
+	return lines.flatMap((l, i) => (i ? [el('br'), l] : [el('b', null, l)]));
+}
+
+function flameHover(e) {
+	const f = hit(e.offsetX, e.offsetY);
+	if ((f && f.n) !== (hover && hover.n)) {
+		hover = f;
+		renderFlame();
+	}
+	if (!f) { tooltip(null); return; }
+	tooltip(tipKids(frameLines(f)), e.clientX, e.clientY);
+}
+
+/* ---- the keyboard cursor ---- */
+
+/* The cursor's frame: the deepest frame drawn on curPath. */
+function cursorFrame() {
+	if (!frames.length || !flame || !flame.root) return null;
+	let n = flame.root, f = frameOf.get(n) || frames[0];
+	for (const name of curPath || []) {
+		n = (n.children || []).find((c) => c.name === name);
+		if (!n || !frameOf.has(n)) break;
+		f = frameOf.get(n);
+	}
+	return f;
+}
+
+/* Shows frame f's details below it and in the live region (none: hides them). */
+function cursorInfo(f) {
+	const live = $('flame-live');
+	if (!f) {
+		if (!hover) tooltip(null);
+		live.textContent = '';
+		return;
+	}
+	const lines = frameLines(f), text = lines.join('; ');
+	if (live.textContent !== text) live.textContent = text;
+	const r = $('flame').getBoundingClientRect();
+	tooltip(tipKids(lines), r.left + Math.max(f.x, 0) - 10, r.top + (f.d + 1) * ROW - 14);
+}
+
+/* Shows or hides the cursor (the canvas's .kb class draws its focus ring). */
+function showCursor(on) {
+	kb = on;
+	$('flame').classList.toggle('kb', on);
+	if (on && !curPath) curPath = state.zoom ? state.zoom.split(';') : [];
+	if (!on) cursorInfo(null);
+	renderFlame();
+}
+
+/* f's drawn child with the largest value. */
+function largestChild(f) {
+	let best = null;
+	for (const g of frames) {
+		if (g.p === f && (!best || g.n.value > best.n.value)) best = g;
+	}
+	return best;
+}
+
+/* The next frame at f's depth towards dir (-1 left, 1 right): a sibling, else the nearest. */
+function neighbour(f, dir) {
+	let sib = null, near = null;
+	for (const g of frames) {
+		if (g.d !== f.d || (g.x - f.x) * dir <= 0) continue;
+		if (!near || (g.x - near.x) * dir < 0) near = g;
+		if (g.p === f.p && (!sib || (g.x - sib.x) * dir < 0)) sib = g;
+	}
+	return sib || near;
+}
+
+/* Scrolls #flame-wrap, then the page, so that frame f's row is visible. */
+function cursorIntoView(f) {
+	const wrap = $('flame-wrap'), y = f.d * ROW;
+	if (y < wrap.scrollTop) wrap.scrollTop = y;
+	else if (y + ROW > wrap.scrollTop + wrap.clientHeight) wrap.scrollTop = y + ROW - wrap.clientHeight;
+	const top = $('flame').getBoundingClientRect().top + y;
+	if (top < 0) scrollBy(0, top - 8);
+	else if (top + ROW + 60 > innerHeight) scrollBy(0, top + ROW + 60 - innerHeight);
+}
+
+/* Keys on the canvas: arrows move the cursor, Enter/Space zoom, Home: root, Escape: unzoom. */
+function flameKey(e) {
+	if (e.altKey || e.ctrlKey || e.metaKey) return;
+	const f = cursorFrame();
+	let to = null;
+	switch (e.key) {
+	case 'Escape':
+		set({ zoom: undefined }, { viewOnly: true });
+		break;
+	case 'Enter': case ' ':
+		if (f) {
+			curPath = pathOf(f);
+			zoomTo(f);
+		}
+		break;
+	case 'Home': to = frames[0]; break;
+	case 'ArrowUp': to = f && f.p; break;
+	case 'ArrowDown': to = f && largestChild(f); break;
+	case 'ArrowLeft': to = f && neighbour(f, -1); break;
+	case 'ArrowRight': to = f && neighbour(f, 1); break;
+	default: return;
+	}
+	e.preventDefault();
+	if (to) {
+		curPath = pathOf(to);
+		cursorIntoView(to);
+	}
+	showCursor(true);
 }
 
 function tooltip(kids, x, y) {
@@ -977,6 +1119,10 @@ window.profdUI = {
 	frameAt(name) {
 		const f = frames.find((g) => g.n.name === name);
 		return f ? { x: f.x, y: f.d * ROW, w: f.w, h: ROW } : null;
+	},
+	cursor() {
+		const f = kb ? cursorFrame() : null;
+		return f ? f.n.name : null;
 	},
 	state() {
 		return { ...state, busy, loads, idle: !busy && loadedKey === dataKey(state),

@@ -210,6 +210,56 @@ async function main() {
 	});
 	await page.fill('#search', '');
 
+	// (e2) the keyboard: Tab to the flame graph, Home, Down, Enter, Escape
+	await check('Tab from the search box focuses the flame graph, with a focus ring', async () => {
+		await page.press('#search', 'Tab', { timeout: STEP });
+		await page.waitForFunction(() => document.activeElement && document.activeElement.id === 'flame',
+		    null, { timeout: STEP });
+		const ring = await page.evaluate(() => getComputedStyle(document.getElementById('flame')).outlineStyle);
+		return ring !== 'none' || 'no outline on the focused canvas';
+	});
+	let largest = null;
+	await check('Home then Down puts the keyboard cursor on the root\'s largest child', async () => {
+		// The expected name: the largest child of the root in the API's
+		// answer for the view the page shows (not hard-coded).
+		const s = await page.evaluate(() => window.profdUI.state());
+		const q = new URLSearchParams({ service: s.service, type: s.type, sample_type: s.sampleType,
+			from: s.from, to: s.to });
+		const kids = await page.evaluate(async ([qs, tok]) => {
+			const r = await fetch('/api/0/flamegraph?' + qs, { headers: tok ? { Authorization: 'Bearer ' + tok } : {} });
+			const j = await r.json();
+			return ((j.body && j.body.root && j.body.root.children) || []).map((c) => [c.name, c.value]);
+		}, [q.toString(), TOKEN]);
+		if (!kids.length) return 'the root has no children in /api/0/flamegraph';
+		largest = kids.reduce((a, b) => (b[1] > a[1] ? b : a))[0];
+		await page.press('#flame', 'Home', { timeout: STEP });
+		await page.waitForFunction(() => {
+			const c = window.profdUI.cursor(), r = c && window.profdUI.frameAt(c);
+			return r && r.y === 0;
+		}, null, { timeout: STEP });
+		await page.press('#flame', 'ArrowDown', { timeout: STEP });
+		await page.waitForFunction((w) => window.profdUI.cursor() === w, largest, { timeout: STEP })
+		    .catch(async () => { throw new Error(`cursor ${await page.evaluate(() => window.profdUI.cursor())}, want ${largest}`); });
+		const r = await page.evaluate((w) => window.profdUI.frameAt(w), largest);
+		if (!r || r.y !== r.h) return `cursor frame not on the second row: ${JSON.stringify(r)}`;
+		const tip = await page.locator('#tooltip').innerText({ timeout: STEP });
+		const live = await page.locator('#flame-live').textContent({ timeout: STEP });
+		for (const [what, t] of [['tooltip', tip], ['live region', live]]) {
+			if (!t.includes(largest) || !/of total/.test(t) || !/of parent/.test(t)) return `${what}: ${JSON.stringify(t)}`;
+		}
+	});
+	await check('screenshot flame-keyboard.png', () => shot(page, 'flame-keyboard.png'));
+	await check('Enter zooms to the keyboard cursor and puts zoom= in the URL', async () => {
+		await page.press('#flame', 'Enter', { timeout: STEP });
+		await page.waitForFunction(() => location.search.includes('zoom='), null, { timeout: STEP });
+		const z = new URL(page.url()).searchParams.get('zoom');
+		return z === largest || `zoom=${z}, want ${largest}`;
+	});
+	await check('Escape removes zoom from the URL', async () => {
+		await page.press('#flame', 'Escape', { timeout: STEP });
+		await page.waitForFunction(() => !location.search.includes('zoom='), null, { timeout: STEP });
+	});
+
 	// (f) diff mode: labels vs base labels
 	await check('diff mode renders with a legend', async () => {
 		await page.check('#mode-diff');
