@@ -162,7 +162,9 @@ view_flame_json(const struct view_tree *t, size_t max_nodes, int diff)
 			}
 			kids[nk++] = ch;
 		}
-		qsort_r(kids, nk, sizeof *kids, view_flame_cmp_children, &cx);
+		if (nk > 1)
+			qsort_r(kids, nk, sizeof *kids, view_flame_cmp_children,
+			    &cx);
 		if (sp + nk + 1 >= cap) {
 			cap = (sp + nk + 1) * 2;
 			stack = xreallocarray(stack, cap, sizeof *stack);
