@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent/sampler.h"
+#include "agent/sigact.h"
 #include "agent/starter.h"
 #include "agent/timers.h"
 #include "agent/unwind.h"
@@ -170,7 +171,7 @@ sampler_install(int signo, char **cause)
 	if (installed && signo != sampler_sig)
 		return xcause(cause, "the sampler already uses signal %d",
 		    sampler_sig);
-	if (sigaction(signo, NULL, &cur) != 0)
+	if (sigact_real(signo, NULL, &cur) != 0)
 		return xcause(cause, "sigaction(%d): %s", signo,
 		    strerror(errno));
 	if (!sampler_is_ours(&cur) && !(cur.sa_flags & SA_SIGINFO) &&
@@ -187,7 +188,7 @@ sampler_install(int signo, char **cause)
 		sa.sa_sigaction = sampler_handler;
 		sa.sa_flags = SA_SIGINFO | SA_RESTART;
 		sigemptyset(&sa.sa_mask);
-		if (sigaction(signo, &sa, &old_action) != 0)
+		if (sigact_real(signo, &sa, &old_action) != 0)
 			return xcause(cause, "sigaction(%d): %s", signo,
 			    strerror(errno));
 		installed = 1;
@@ -225,7 +226,7 @@ sampler_owns_signal(void)
 {
 	struct sigaction cur;
 
-	if (!installed || sigaction(sampler_sig, NULL, &cur) != 0)
+	if (!installed || sigact_real(sampler_sig, NULL, &cur) != 0)
 		return 0;
 	return sampler_is_ours(&cur);
 }
@@ -351,7 +352,7 @@ sampler_fini(void)
 	if (!(old_action.sa_flags & SA_SIGINFO) &&
 	    old_action.sa_handler == SIG_DFL)
 		return;
-	sigaction(sampler_sig, &old_action, NULL);
+	sigact_real(sampler_sig, &old_action, NULL);
 	installed = 0;
 }
 

@@ -23,8 +23,8 @@ A=$B/agent/.libs/libprofd-agent.a
 SO=$B/agent/.libs/libprofd-agent.so
 LA=$B/agent/libprofd-agent.la
 
-PUBLIC='^(profd_agent_[A-Za-z0-9_]*|execve|execv|execvp|execvpe|execl|execlp|execle|fexecve|execveat|pthread_sigmask|sigprocmask)$'
-WANTED='profd_agent_start profd_agent_stop execve execv execvp execvpe execl execlp execle fexecve execveat pthread_sigmask sigprocmask'
+PUBLIC='^(profd_agent_[A-Za-z0-9_]*|execve|execv|execvp|execvpe|execl|execlp|execle|fexecve|execveat|pthread_sigmask|sigprocmask|sigaction|signal)$'
+WANTED='profd_agent_start profd_agent_stop execve execv execvp execvpe execl execlp execle fexecve execveat pthread_sigmask sigprocmask sigaction signal'
 # Added by a sanitizer (runtime hooks, ODR indicators) or the toolchain.
 IGNORED='^(_*(asan|ubsan|tsan|lsan|msan|sanitizer|sancov|odr_asan)|_init$|_fini$|__bss_start$|_edata$|_end$|__end__$|_GLOBAL_OFFSET_TABLE_$|_DYNAMIC$|__dso_handle$|__TMC_END__$)'
 

@@ -29,6 +29,7 @@ prefix_ok() {
 	agent/exec.c:execlp|agent/exec.c:execle|agent/exec.c:fexecve|\
 	agent/exec.c:execveat) return 0 ;;
 	agent/sigmask.c:pthread_sigmask|agent/sigmask.c:sigprocmask) return 0 ;;
+	agent/sigact.c:sigaction|agent/sigact.c:signal) return 0 ;;
 	collector/http/evhooks.c:evhttp_request_new|\
 	collector/http/evhooks.c:evhttp_send_error|\
 	collector/http/evhooks.c:evbuffer_readln) return 0 ;;

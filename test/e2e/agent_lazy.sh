@@ -5,8 +5,10 @@
 # point: in the program's own code, or while the thread waits in a system
 # call (a sleep, a futex wait of a thread joining others). Checked on
 # Debian's python3.11, which reports its own thread count from
-# /proc/self/task. A shell loop of short execs with the start armed and
-# firing dies of no stray signal. (An ASan build of the agent preloaded
+# /proc/self/task. A program that resets the agent's signal (SIG_DFL, or
+# its own handler) before its first window is neither killed nor signalled
+# (the interposed sigaction cancels the pending start). A shell loop of
+# short execs with the start armed and firing dies of no stray signal. (An ASan build of the agent preloaded
 # into python3.11 defers too: python's malloc is still glibc's.)
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 
@@ -108,7 +110,29 @@ w.join()
 print(r[0])")
 is "${out%% *}" 3 "a main thread that only joins: the thread starts ($out)"
 
-# 7. Short execs while the start is armed and fires: no stray signal
+# 7. A program that resets the agent's signal to SIG_DFL before its first
+# window (daemons reset every signal at start-up) is not killed by the
+# start timer: the change cancels the pending start first.
+out=$(agent_py 1 "$THREADS
+import signal, time
+signal.signal(signal.SIGRTMAX - 4, signal.SIG_DFL)
+t = time.process_time()
+s = 0
+while time.process_time() - t < 1.0:
+    s += 1
+print(threads())"; echo "rc=$?")
+is "$out" "$(printf '1 python3.11\nrc=0')" \
+    "SIG_DFL for the agent's signal before the first window: not killed, no agent"
+out=$(agent_py 1 "$THREADS
+import signal, time
+got = []
+signal.signal(signal.SIGRTMAX - 4, lambda s, f: got.append(s))
+time.sleep(1.0)
+print(len(got), threads())"; echo "rc=$?")
+is "$out" "$(printf '0 1 python3.11\nrc=0')" \
+    "its own handler for the agent's signal: it gets no signal of ours"
+
+# 8. Short execs while the start is armed and fires: no stray signal
 # kills a new image (the exec wrappers disarm it and drain it).
 env LD_PRELOAD="$SO" PROFD_SERVICE=lazy PROFD_OUTPUT_DIR="$T_TMP/out" \
     PROFD_WINDOW=1 PROFD_PERIOD=1 bash -c \
