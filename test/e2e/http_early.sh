@@ -152,14 +152,17 @@ check "a body growing past what --max-body-memory has left: 503" grep -q '^HTTP/
 check "... with Retry-After" grep -qi '^Retry-After: ' "$T_TMP/held"
 check "... naming --max-body-memory" grep -q '"error":"request bodies in flight would pass --max-body-memory (67108864 bytes): retry later"' "$T_TMP/held"
 # The loop gives memory back within a second or two (malloc_trim on its
-# one-second tick); on a loaded machine allow up to 10 s.
+# one-second tick); on a loaded machine allow up to 10 s. What stays is
+# the worker threads' malloc arenas, fragmented differently from run to
+# run: VmRSS 5-32 MB afterwards (4 MB before) over ten runs here, of this
+# build and of the one before it, after a peak near 90 MB; 32 MB of slack.
 for i in $(seq 1 40); do
 	sleep 0.25
 	rss=$(kb VmRSS)
-	[ "$i" -ge 10 ] && [ "$rss" -lt $((rss0 + 24 * 1024)) ] && break
+	[ "$i" -ge 10 ] && [ "$rss" -lt $((rss0 + 32 * 1024)) ] && break
 done
-mem_check "memory goes back after the flood: VmRSS $((rss / 1024)) MB < $((rss0 / 1024)) MB + 24 MB" \
-    "$rss" $((rss0 + 24 * 1024))
+mem_check "memory goes back after the flood: VmRSS $((rss / 1024)) MB < $((rss0 / 1024)) MB + 32 MB" \
+    "$rss" $((rss0 + 32 * 1024))
 upload "$prof" "service=after&type=cpu" >/dev/null
 is "$HTTP_CODE" 200 "an upload after the flood: 200"
 done_testing
