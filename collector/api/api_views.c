@@ -41,6 +41,7 @@
 
 #define API_VIEWS_MAX_NODES	4096
 #define API_VIEWS_NODES_LIMIT	1000000
+#define API_VIEWS_REGEX_MAX	256	/* focus, hide: bytes */
 #define API_VIEWS_TOP_LIMIT	100
 
 enum api_views_kind {
@@ -204,6 +205,20 @@ api_views_base_params(const struct params *p, struct params *b)
 	}
 }
 
+/* Whether a pattern holds a back-reference (\1 .. \9). */
+static int
+api_views_backref(const char *v)
+{
+	for (; *v != '\0'; v++) {
+		if (*v == '\\' && v[1] != '\0') {
+			if (v[1] >= '1' && v[1] <= '9')
+				return 1;
+			v++;
+		}
+	}
+	return 0;
+}
+
 /* Compiles a regular expression parameter; 0 absent, 1 set, -1 bad. */
 static int
 api_views_regex(const struct params *p, const char *key, regex_t *re,
@@ -217,6 +232,17 @@ api_views_regex(const struct params *p, const char *key, regex_t *re,
 	if (*v == '\0') {
 		free(v);
 		return 0;
+	}
+	/*
+	 * Compiled on the loop thread and run once per function: bounded in
+	 * length, and without back-references (glibc takes \1 in ERE too,
+	 * and matching those can take exponential time).
+	 */
+	if (strlen(v) > API_VIEWS_REGEX_MAX || api_views_backref(v)) {
+		xcause(cause, "parameter %s: at most %d bytes, no "
+		    "back-references (\\1-\\9)", key, API_VIEWS_REGEX_MAX);
+		free(v);
+		return -1;
 	}
 	if ((rc = regcomp(re, v, REG_EXTENDED | REG_NOSUB)) != 0) {
 		regerror(rc, re, msg, sizeof msg);

@@ -188,6 +188,9 @@ for q in "service=cpuburn&type=cpu&$WIN&sample_type=nope" \
     "service=cpuburn&type=cpu&$WIN&focus=(" \
     "service=cpuburn&type=cpu&$WIN&hide=%5B" \
     "service=cpuburn&type=cpu&$WIN&max_nodes=0" \
+    "service=cpuburn&type=cpu&$WIN&max_nodes=1000001" \
+    "service=cpuburn&type=cpu&$WIN&focus=(a*)%5C1" \
+    "service=cpuburn&type=cpu&$WIN&hide=$(printf 'a%.0s' $(seq 257))" \
     "service=cpuburn&type=cpu&$WIN&max_nodes=x" \
     "service=cpuburn&type=cpu&$WIN&limit=-1" \
     "type=cpu&$WIN" "service=cpuburn&$WIN" "ids=nope" "ids=%2B%2B" \
