@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -718,6 +719,32 @@ pprof_str(const pprof_profile_t *p, int64_t i)
 	return pprof_str_ok(p, i) ? p->string_table[i] : "";
 }
 
+/* Sets sum->totals: each sample type's sum, then the default's index. */
+static void
+pprof_summarize_totals(const pprof_profile_t *p, struct pprof_summary *sum)
+{
+	const char	*def = pprof_str(p, p->default_sample_type);
+	size_t		 i, j, len = 24 + p->n_sample_type * 21, off = 0;
+	uint64_t	 t;
+	long long	 k = -1;
+
+	sum->totals = xmalloc(len);
+	sum->totals[0] = '\0';
+	for (i = 0; i < p->n_sample_type; i++) {
+		t = 0;
+		for (j = 0; j < p->n_sample; j++)
+			if (i < p->sample[j]->n_value)
+				t += (uint64_t)p->sample[j]->value[i];
+		off += (size_t)snprintf(sum->totals + off, len - off, "%s%lld",
+		    i != 0 ? "," : "", (long long)(int64_t)t);
+		if (*def != '\0' && k < 0 && strcmp(def,
+		    pprof_str(p, p->sample_type[i]->type)) == 0)
+			k = (long long)i;
+	}
+	if (k >= 0)
+		snprintf(sum->totals + off, len - off, ";%lld", k);
+}
+
 /* Fills *sum from a validated profile. */
 void
 pprof_summarize(const pprof_profile_t *p, struct pprof_summary *sum)
@@ -751,6 +778,7 @@ pprof_summarize(const pprof_profile_t *p, struct pprof_summary *sum)
 
 	sum->samples = (int64_t)p->n_sample;
 	sum->sample_types = s;
+	pprof_summarize_totals(p, sum);
 	sum->time_nanos = p->time_nanos;
 	sum->duration_nanos = p->duration_nanos;
 }
@@ -763,6 +791,8 @@ pprof_summary_free(struct pprof_summary *sum)
 		return;
 	free(sum->sample_types);
 	sum->sample_types = NULL;
+	free(sum->totals);
+	sum->totals = NULL;
 }
 
 /* Inflates, decodes and validates a body; NULL with *cause on failure. */

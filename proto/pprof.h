@@ -65,6 +65,12 @@ int	pprof_validate(const pprof_profile_t *, char **cause);
 struct pprof_summary {
 	int64_t	 samples;	/* number of Sample messages */
 	char	*sample_types;	/* "samples/count,cpu/nanoseconds" */
+	/*
+	 * The sum of each sample type's values over all samples, in
+	 * sample_types' order, then ";K" if default_sample_type names type
+	 * K: "12,120000000" or "3,96,1,32;3". Sums wrap as Go's int64 do.
+	 */
+	char	*totals;
 	int64_t	 time_nanos;
 	int64_t	 duration_nanos;
 };

@@ -108,6 +108,7 @@ struct scan {
 	int64_t		  period_type, period_unit;
 	const uint8_t	**strs;		/* string i: its length prefix */
 	int64_t		 *st;		/* sample type i: type, unit */
+	uint64_t	 *tot;		/* sample type i: sum of its values */
 	struct scan_ids	  mappings, functions, locations;
 	struct scan_err	  err;
 	const volatile int *cancel;	/* the caller's flag, or NULL */
@@ -313,6 +314,7 @@ pprof_scan_sample(struct scan *s, size_t i, const uint8_t *p, size_t len)
 {
 	const uint8_t		*end = p + len;
 	struct scan_field	 f;
+	const uint8_t		*q;
 	size_t			 n, n_value = 0, n_label = 0;
 	int			 r;
 
@@ -325,8 +327,19 @@ pprof_scan_sample(struct scan *s, size_t i, const uint8_t *p, size_t len)
 			else if (f.wt != SCAN_LEN ||
 			    pprof_scan_wire_packed_count(f.p, f.len, &n) != 0)
 				return -1;
-			if (f.num == 2)
-				n_value += n;
+			if (f.num != 2)
+				break;
+			if (f.wt == SCAN_VARINT) {
+				if (n_value < s->n_sample_type)
+					s->tot[n_value] += f.v;
+				n_value++;
+				break;
+			}
+			for (q = f.p; n > 0; n--, n_value++) {
+				f.v = pprof_scan_wire_packed_next(&q);
+				if (n_value < s->n_sample_type)
+					s->tot[n_value] += f.v;
+			}
 			break;
 		case 3:
 			if (f.wt != SCAN_LEN ||
@@ -807,8 +820,15 @@ pprof_scan_type_string(const void *ctx, size_t j, size_t *len)
 static void
 pprof_scan_summarize(const struct scan *s, struct pprof_summary *sum)
 {
+	const uint8_t	*def = NULL;
+	size_t		 def_len = 0;
+
 	pprof_scan_summary_fill(sum, s->n_sample_type, pprof_scan_type_string,
 	    s, (int64_t)s->n_sample, s->time_nanos, s->duration_nanos);
+	if (s->default_sample_type != 0)
+		def = pprof_scan_string(s, s->default_sample_type, &def_len);
+	pprof_scan_summary_totals(sum, s->n_sample_type, s->tot,
+	    pprof_scan_type_string, s, def, def_len);
 }
 
 /* 64-bit words of a dense id bitmap for n ids: 4n + 4 bits. */
@@ -849,7 +869,7 @@ pprof_scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
 		goto decode;
 
 	/* One scratch block; counts are bounded by len / 2. */
-	words = s.n_string + 2 * s.n_sample_type + s.mappings.n +
+	words = s.n_string + 3 * s.n_sample_type + s.mappings.n +
 	    s.functions.n + s.locations.n +
 	    pprof_scan_bits_words(s.mappings.n) +
 	    pprof_scan_bits_words(s.functions.n) +
@@ -865,6 +885,9 @@ pprof_scan_run(const uint8_t *raw, size_t len, struct pprof_summary *sum,
 	w += s.n_string;
 	s.st = (int64_t *)(void *)w;
 	w += 2 * s.n_sample_type;
+	s.tot = w;
+	memset(s.tot, 0, s.n_sample_type * sizeof *s.tot);
+	w += s.n_sample_type;
 	s.mappings.ids = w;
 	w += s.mappings.n;
 	s.functions.ids = w;

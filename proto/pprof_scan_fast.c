@@ -38,6 +38,7 @@ struct scan_fast {
 	int		 have_period;
 	uint64_t	 period_type, period_unit;
 	uint64_t	 st[2 * SCAN_FAST_TYPES];
+	uint64_t	 tot[SCAN_FAST_TYPES];	/* sums of each type's values */
 	const uint8_t	*str_p[SCAN_FAST_STRS];
 	size_t		 str_len[SCAN_FAST_STRS];
 	const volatile int *cancel;	/* the caller's flag, or NULL */
@@ -295,6 +296,8 @@ pprof_scan_fast_sample(struct scan_fast *x, const uint8_t *q,
 	}
 	while (SCAN_FAST_KEY(q, end, 0x10)) {
 		SCAN_FAST_VARINT_LONG(q, end, v);
+		if (nv < SCAN_FAST_TYPES)
+			x->tot[nv] += v;
 		nv++;
 	}
 	while (q < end) {
@@ -314,6 +317,8 @@ pprof_scan_fast_sample(struct scan_fast *x, const uint8_t *q,
 			break;
 		case 0x10:	/* value */
 			SCAN_FAST_VARINT_LONG(q, end, v);
+			if (nv < SCAN_FAST_TYPES)
+				x->tot[nv] += v;
 			nv++;
 			break;
 		case 0x12:	/* value, packed */
@@ -321,7 +326,11 @@ pprof_scan_fast_sample(struct scan_fast *x, const uint8_t *q,
 			if (pprof_scan_wire_packed_count(r, (size_t)(rend - r),
 			    &n) != 0)
 				return 0;
-			nv += n;
+			for (; n > 0; n--, nv++) {
+				v = pprof_scan_wire_packed_next(&r);
+				if (nv < SCAN_FAST_TYPES)
+					x->tot[nv] += v;
+			}
 			break;
 		case 0x1a:	/* label */
 			SCAN_FAST_LEN(q, end, r, rend);
@@ -597,6 +606,8 @@ pprof_scan_fast_pass(struct scan_fast *x, const uint8_t *q, const uint8_t *end)
 	SCAN_MAX(x->str_max, x->drop_frames);
 	SCAN_MAX(x->str_max, x->keep_frames);
 	SCAN_MAX(x->str_max, x->default_sample_type);
+	if (x->default_sample_type >= SCAN_FAST_STRS)
+		return 0;	/* the summary needs its string */
 	SCAN_MAX(x->str_max, x->doc_url);
 	if (x->have_period) {
 		SCAN_MAX(x->str_max, x->period_type);
@@ -643,9 +654,15 @@ pprof_scan_fast_type_string(const void *ctx, size_t j, size_t *len)
 static void
 pprof_scan_fast_summarize(const struct scan_fast *x, struct pprof_summary *sum)
 {
+	const uint8_t	*def;
+	size_t		 def_len = 0;
+
 	pprof_scan_summary_fill(sum, x->n_sample_type,
 	    pprof_scan_fast_type_string, x, (int64_t)x->n_sample,
 	    (int64_t)x->time_nanos, (int64_t)x->duration_nanos);
+	def = pprof_scan_fast_string(x, x->default_sample_type, &def_len);
+	pprof_scan_summary_totals(sum, x->n_sample_type, x->tot,
+	    pprof_scan_fast_type_string, x, def, def_len);
 }
 
 /*

@@ -4,6 +4,7 @@
  * each hands in its own reader of the sample type strings.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,4 +44,30 @@ pprof_scan_summary_fill(struct pprof_summary *sum, size_t n_types,
 	sum->samples = samples;
 	sum->time_nanos = time_nanos;
 	sum->duration_nanos = duration_nanos;
+}
+
+/* Formats the per-type sums and the default's index (see pprof.h). */
+void
+pprof_scan_summary_totals(struct pprof_summary *sum, size_t n_types,
+    const uint64_t *tot, const uint8_t *(*str)(const void *ctx, size_t j,
+    size_t *len), const void *ctx, const uint8_t *def, size_t def_len)
+{
+	const uint8_t	*type;
+	size_t		 i, tl, len = 24, off = 0;
+	long long	 k = -1;
+	char		*w;
+
+	len += n_types * 21;
+	w = sum->totals = xmalloc(len);
+	*w = '\0';
+	for (i = 0; i < n_types; i++) {
+		off += (size_t)snprintf(w + off, len - off, "%s%lld",
+		    i != 0 ? "," : "", (long long)(int64_t)tot[i]);
+		type = str(ctx, 2 * i, &tl);
+		if (def_len != 0 && k < 0 && tl == def_len &&
+		    memcmp(type, def, tl) == 0)
+			k = (long long)i;
+	}
+	if (k >= 0)
+		snprintf(w + off, len - off, ";%lld", k);
 }

@@ -232,6 +232,14 @@ void	pprof_scan_summary_fill(struct pprof_summary *sum, size_t n_types,
 	    const uint8_t *(*str)(const void *ctx, size_t j, size_t *len),
 	    const void *ctx, int64_t samples, int64_t time_nanos,
 	    int64_t duration_nanos);
+/*
+ * Sets sum->totals from the per-type sums tot[n_types] and the default
+ * sample type's name (def, def_len; def_len 0: none).
+ */
+void	pprof_scan_summary_totals(struct pprof_summary *sum, size_t n_types,
+	    const uint64_t *tot, const uint8_t *(*str)(const void *ctx,
+	    size_t j, size_t *len), const void *ctx, const uint8_t *def,
+	    size_t def_len);
 
 /*
  * The fast path: 1 if it proves raw valid, with *sum filled (sum may be

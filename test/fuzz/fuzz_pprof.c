@@ -88,6 +88,7 @@ fuzz_pprof_roundtrip(const uint8_t *data, size_t size,
 	FUZZ_ASSERT(again.time_nanos == sum->time_nanos);
 	FUZZ_ASSERT(again.duration_nanos == sum->duration_nanos);
 	FUZZ_ASSERT(strcmp(again.sample_types, sum->sample_types) == 0);
+	FUZZ_ASSERT(strcmp(again.totals, sum->totals) == 0);
 	pprof_summary_free(&again);
 	free(gz);
 }
@@ -112,6 +113,7 @@ fuzz_pprof_fast_vs_exact(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(a.time_nanos == b.time_nanos);
 		FUZZ_ASSERT(a.duration_nanos == b.duration_nanos);
 		FUZZ_ASSERT(strcmp(a.sample_types, b.sample_types) == 0);
+		FUZZ_ASSERT(strcmp(a.totals, b.totals) == 0);
 		pprof_summary_free(&a);
 		pprof_summary_free(&b);
 	}

@@ -173,15 +173,19 @@ verdict_diff(const struct verdict *f, const struct verdict *s)
 	    f->sum.samples == s->sum.samples &&
 	    f->sum.time_nanos == s->sum.time_nanos &&
 	    f->sum.duration_nanos == s->sum.duration_nanos &&
-	    strcmp(f->sum.sample_types, s->sum.sample_types) == 0))
+	    strcmp(f->sum.sample_types, s->sum.sample_types) == 0 &&
+	    f->sum.totals != NULL && s->sum.totals != NULL &&
+	    strcmp(f->sum.totals, s->sum.totals) == 0))
 		return NULL;
 	if ((m = open_memstream(&d, &n)) == NULL)
 		abort();
-	fprintf(m, "scanner %d [%s] %" PRId64 " %s | protobuf-c %d [%s] %"
-	    PRId64 " %s", f->code, f->cause ? f->cause : "",
+	fprintf(m, "scanner %d [%s] %" PRId64 " %s %s | protobuf-c %d [%s] %"
+	    PRId64 " %s %s", f->code, f->cause ? f->cause : "",
 	    f->sum.samples, f->sum.sample_types ? f->sum.sample_types : "-",
+	    f->sum.totals ? f->sum.totals : "-",
 	    s->code, s->cause ? s->cause : "", s->sum.samples,
-	    s->sum.sample_types ? s->sum.sample_types : "-");
+	    s->sum.sample_types ? s->sum.sample_types : "-",
+	    s->sum.totals ? s->sum.totals : "-");
 	fclose(m);
 	return d;
 }
