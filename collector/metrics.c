@@ -28,7 +28,7 @@
 static const char *metrics_routes[METRICS_NROUTES] = {
 	"upload", "list", "get", "get_merged", "merge", "services", "labels",
 	"version", "metrics", "healthz", "flamegraph", "top", "diff",
-	"sample_types", "ui", "other",
+	"sample_types", "timeline", "ui", "other",
 };
 
 /* Upper bounds in seconds; +Inf is implied. */

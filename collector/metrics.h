@@ -31,6 +31,7 @@ enum metrics_route {
 	METRICS_ROUTE_TOP,		/* GET /api/0/top */
 	METRICS_ROUTE_DIFF,		/* GET /api/0/diff */
 	METRICS_ROUTE_SAMPLE_TYPES,	/* GET /api/0/sample_types */
+	METRICS_ROUTE_TIMELINE,		/* GET /api/0/timeline */
 	METRICS_ROUTE_UI,		/* GET /, /ui/... */
 	METRICS_ROUTE_OTHER,		/* unknown paths, wrong methods */
 	METRICS_NROUTES

@@ -75,6 +75,8 @@ rebuild_legacy_cb(const uint8_t *buf, size_t len, struct profile_meta *m,
 	m->sample_types = sum.sample_types != NULL ? sum.sample_types :
 	    xstrdup("");
 	sum.sample_types = NULL;
+	m->totals = sum.totals;
+	sum.totals = NULL;
 	m->type = xstrdup(rebuild_guess_type(m->sample_types));
 	m->created_at = sum.time_nanos > 0 ? sum.time_nanos : ms * 1000000;
 	m->samples = sum.samples;

@@ -20,6 +20,7 @@
 #include "collector/api/api_merge.h"
 #include "collector/api/api_merge_post.h"
 #include "collector/api/api_ui.h"
+#include "collector/api/api_timeline.h"
 #include "collector/api/api_views.h"
 #include "collector/api/api_ops.h"
 #include "collector/api/api_profiles.h"
@@ -76,6 +77,7 @@ static const struct router_route router_routes[] = {
 	{ "/api/0/diff", api_views_diff, NULL, METRICS_ROUTE_DIFF, 0 },
 	{ "/api/0/sample_types", api_views_sample_types, NULL,
 	    METRICS_ROUTE_SAMPLE_TYPES, 0 },
+	{ "/api/0/timeline", api_timeline, NULL, METRICS_ROUTE_TIMELINE, 0 },
 	{ "/metrics", api_ops_metrics, NULL, METRICS_ROUTE_METRICS, 0 },
 	{ "/healthz", api_ops_healthz, NULL, METRICS_ROUTE_HEALTHZ, 0 },
 };

@@ -22,6 +22,7 @@
 #include <event2/http.h>
 #include <event2/thread.h>
 
+#include "collector/backfill.h"
 #include "collector/config.h"
 #include "collector/http/conns.h"
 #include "collector/http/httpjob.h"
@@ -96,6 +97,7 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 	    pool_inflight(srv->env.pool) + srv->env.merges);
 	srv->env.stopping = 1;
 	retention_stop(srv->retention);
+	backfill_stop(srv->backfill);
 	if (srv->sock != NULL) {
 		conns_set_listener(srv->env.conns, NULL);
 		evhttp_del_accept_socket(srv->http, srv->sock);
@@ -391,6 +393,8 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	    (int)cfg->workers, (int)cfg->workers, (int)cfg->max_merges);
 	srv->retention = retention_new(env->base, env->pool, env->store,
 	    env->metrics, cfg->retention_ns, cfg->retention_interval_ns);
+	srv->backfill = backfill_new(env->base, env->pool, env->store,
+	    (size_t)cfg->max_inflated);
 	server_notify_start(srv);
 	return 0;
 }
@@ -421,11 +425,13 @@ server_free(struct server *srv)
 	struct env *env = &srv->env;
 
 	retention_stop(srv->retention);
+	backfill_stop(srv->backfill);
 	if (env->pool != NULL)
 		pool_free(env->pool);	/* runs last done()s: replies */
 	if (env->merge_pool != NULL)
 		pool_free(env->merge_pool);
 	retention_free(srv->retention);
+	backfill_free(srv->backfill);
 	if (env->io_pool != NULL)
 		pool_free(env->io_pool);
 	if (env->ops_pool != NULL)

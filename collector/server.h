@@ -15,6 +15,7 @@ struct config;
 struct evhttp;
 struct evhttp_bound_socket;
 struct event;
+struct backfill;
 struct retention;
 struct router;
 
@@ -25,6 +26,7 @@ struct server {
 	struct evhttp_bound_socket	*sock;
 	struct router			*router;
 	struct retention		*retention;
+	struct backfill			*backfill;
 	struct event			*sig_term;
 	struct event			*sig_int;
 	struct event			*sig_hup;

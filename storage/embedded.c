@@ -28,6 +28,7 @@
 #include "storage/blobs.h"
 #include "storage/meta_rebuild.h"
 #include "storage/meta_sqlite.h"
+#include "storage/meta_timeline.h"
 #include "storage/recover.h"
 #include "storage/store_ops.h"
 
@@ -198,6 +199,36 @@ embedded_list(void *be, const struct store_query *q,
 	return meta_query_list(e->meta, q, out, n, cause);
 }
 
+/* A timeline from the metadata. */
+static int
+embedded_timeline(void *be, const struct store_query *q,
+    struct store_timeline *tl, char **cause)
+{
+	struct embedded	*e = be;
+
+	return meta_timeline_query(e->meta, q, tl, cause);
+}
+
+/* Rows without totals. */
+static int
+embedded_missing_totals(void *be, const char *after, size_t limit,
+    char ***out, size_t *n, char **cause)
+{
+	struct embedded	*e = be;
+
+	return meta_maint_missing_totals(e->meta, after, limit, out, n, cause);
+}
+
+/* Totals computed by the backfill. */
+static int
+embedded_set_totals(void *be, char *const *ids, char *const *totals,
+    size_t n, char **cause)
+{
+	struct embedded	*e = be;
+
+	return meta_maint_set_totals(e->meta, ids, totals, n, cause);
+}
+
 /* Looks one profile up. */
 static int
 embedded_get(void *be, const char *id, struct profile_meta *out,
@@ -251,7 +282,7 @@ embedded_delete_before(void *be, int64_t cutoff, size_t batch,
 	size_t		  n = 0, i;
 
 	*deleted = 0;
-	if (meta_sqlite_delete_before(e->meta, cutoff, batch, &ids, &n,
+	if (meta_maint_delete_before(e->meta, cutoff, batch, &ids, &n,
 	    cause) == -1)
 		return -1;
 	for (i = 0; i < n; i++) {
@@ -282,6 +313,9 @@ const struct store_ops embedded_store_ops = {
 	.close = embedded_close,
 	.put = embedded_put,
 	.list = embedded_list,
+	.timeline = embedded_timeline,
+	.missing_totals = embedded_missing_totals,
+	.set_totals = embedded_set_totals,
 	.get = embedded_get,
 	.read_blob = embedded_read_blob,
 	.services = embedded_services,

@@ -27,7 +27,7 @@ enum meta_plan { META_PLAN_TIME, META_PLAN_LABEL };
 
 static const char meta_columns[] =
 	"p.pk, p.id, p.service, p.type, p.created_at, p.size, p.samples, "
-	"p.sample_types, p.duration_ns";
+	"p.sample_types, p.duration_ns, p.totals";
 
 /* Copies a text column into a new string ("" for NULL). */
 static char *
@@ -47,7 +47,7 @@ meta_query_read_labels(struct meta_conn *c, int64_t pk, struct profile_meta *m,
 	size_t		 cap = 0;
 	int		 rc;
 
-	if ((s = meta_sqlite_stmt(c, META_STMT_PROFILE_LABELS, cause)) == NULL)
+	if ((s = meta_conn_stmt(c, META_STMT_PROFILE_LABELS, cause)) == NULL)
 		return -1;
 	sqlite3_bind_int64(s, 1, pk);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -62,7 +62,7 @@ meta_query_read_labels(struct meta_conn *c, int64_t pk, struct profile_meta *m,
 	}
 	sqlite3_reset(s);
 	if (rc != SQLITE_DONE)
-		return meta_sqlite_error(c->db, cause, "read labels");
+		return meta_conn_error(c->db, cause, "read labels");
 	return 0;
 }
 
@@ -82,6 +82,8 @@ meta_query_read_row(struct meta_conn *c, sqlite3_stmt *s, struct profile_meta *m
 	m->samples = sqlite3_column_int64(s, 6);
 	m->sample_types = meta_query_column_strdup(s, 7);
 	m->duration_ns = sqlite3_column_int64(s, 8);
+	if (sqlite3_column_type(s, 9) != SQLITE_NULL)
+		m->totals = meta_query_column_strdup(s, 9);
 	return meta_query_read_labels(c, sqlite3_column_int64(s, 0), m, cause);
 }
 
@@ -96,7 +98,7 @@ meta_query_step_int(struct meta_conn *c, sqlite3_stmt *s, int64_t *v,
 		*v = sqlite3_column_int64(s, 0);
 	sqlite3_reset(s);
 	if (rc != SQLITE_ROW)
-		return meta_sqlite_error(c->db, cause, what);
+		return meta_conn_error(c->db, cause, what);
 	return 0;
 }
 
@@ -165,7 +167,7 @@ meta_query_list_stmt(struct meta_conn *c, enum meta_plan plan, int has_type,
 	    SQLITE_PREPARE_PERSISTENT : 0, &s, NULL);
 	free(sql);
 	if (rc != SQLITE_OK) {
-		meta_sqlite_error(c->db, cause, "prepare list");
+		meta_conn_error(c->db, cause, "prepare list");
 		return NULL;
 	}
 	if (slot != NULL)
@@ -217,7 +219,7 @@ meta_query_resolve_labels(struct meta_conn *c, const struct store_query *q,
 	int		 rc;
 
 	for (i = 0; i < q->nlabels; i++) {
-		if ((s = meta_sqlite_stmt(c, META_STMT_LABEL_ID, cause)) == NULL)
+		if ((s = meta_conn_stmt(c, META_STMT_LABEL_ID, cause)) == NULL)
 			return -1;
 		sqlite3_bind_text(s, 1, q->labels[i].key ? q->labels[i].key :
 		    "", -1, SQLITE_STATIC);
@@ -230,8 +232,8 @@ meta_query_resolve_labels(struct meta_conn *c, const struct store_query *q,
 		if (rc == SQLITE_DONE)
 			return 1;
 		if (rc != SQLITE_ROW)
-			return meta_sqlite_error(c->db, cause, "find label");
-		if ((s = meta_sqlite_stmt(c, META_STMT_LABEL_COUNT,
+			return meta_conn_error(c->db, cause, "find label");
+		if ((s = meta_conn_stmt(c, META_STMT_LABEL_COUNT,
 		    cause)) == NULL)
 			return -1;
 		meta_query_bind_window(s, q, META_PLAN_CAP);
@@ -257,7 +259,7 @@ meta_query_pick_plan(struct meta_conn *c, const struct store_query *q,
 	*plan = META_PLAN_TIME;
 	if (q->nlabels == 0)
 		return 0;
-	s = meta_sqlite_stmt(c, q->type ? META_STMT_WINDOW_COUNT_TYPE :
+	s = meta_conn_stmt(c, q->type ? META_STMT_WINDOW_COUNT_TYPE :
 	    META_STMT_WINDOW_COUNT, cause);
 	if (s == NULL)
 		return -1;
@@ -288,7 +290,7 @@ meta_query_list(struct meta_sqlite *ms, const struct store_query *q,
 		return xcause(cause, "list: service is required");
 	if (q->from > q->to)
 		return 0;
-	if ((c = meta_sqlite_conn_get(ms, cause)) == NULL)
+	if ((c = meta_conn_get(&ms->pool, cause)) == NULL)
 		return -1;
 	ql = xcalloc(q->nlabels ? q->nlabels : 1, sizeof *ql);
 	if ((rc = meta_query_resolve_labels(c, q, ql, cause)) != 0) {
@@ -312,7 +314,7 @@ meta_query_list(struct meta_sqlite *ms, const struct store_query *q,
 			goto fail;
 	}
 	if (rc != SQLITE_DONE) {
-		meta_sqlite_error(c->db, cause, "list profiles");
+		meta_conn_error(c->db, cause, "list profiles");
 		goto fail;
 	}
 	*out = res;
@@ -327,7 +329,7 @@ out:
 	else if (s != NULL)
 		sqlite3_reset(s);
 	free(ql);
-	meta_sqlite_conn_put(ms, c);
+	meta_conn_put(&ms->pool, c);
 	return ret;
 }
 
@@ -341,23 +343,23 @@ meta_query_get(struct meta_sqlite *ms, const char *id,
 	int			 rc, ret = -1;
 
 	memset(out, 0, sizeof *out);
-	if ((c = meta_sqlite_conn_get(ms, cause)) == NULL)
+	if ((c = meta_conn_get(&ms->pool, cause)) == NULL)
 		return -1;
-	if ((s = meta_sqlite_stmt(c, META_STMT_GET, cause)) == NULL)
+	if ((s = meta_conn_stmt(c, META_STMT_GET, cause)) == NULL)
 		goto out;
 	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_DONE)
 		ret = 1;
 	else if (rc != SQLITE_ROW)
-		meta_sqlite_error(c->db, cause, "get profile");
+		meta_conn_error(c->db, cause, "get profile");
 	else if (meta_query_read_row(c, s, out, cause) == -1)
 		store_meta_clear(out);
 	else
 		ret = 0;
 	sqlite3_reset(s);
 out:
-	meta_sqlite_conn_put(ms, c);
+	meta_conn_put(&ms->pool, c);
 	return ret;
 }
 
@@ -380,7 +382,7 @@ meta_query_collect_strings(struct meta_conn *c, sqlite3_stmt *s, char ***out,
 	sqlite3_reset(s);
 	if (rc != SQLITE_DONE) {
 		store_strings_free(v, nv);
-		return meta_sqlite_error(c->db, cause, what);
+		return meta_conn_error(c->db, cause, what);
 	}
 	*out = v;
 	*n = nv;
@@ -400,12 +402,12 @@ meta_query_services(struct meta_sqlite *ms, char ***out, size_t *n,
 
 	*out = NULL;
 	*n = 0;
-	if ((c = meta_sqlite_conn_get(ms, cause)) == NULL) {
+	if ((c = meta_conn_get(&ms->pool, cause)) == NULL) {
 		free(last);
 		return -1;
 	}
 	for (;;) {
-		if ((s = meta_sqlite_stmt(c, META_STMT_NEXT_SERVICE,
+		if ((s = meta_conn_stmt(c, META_STMT_NEXT_SERVICE,
 		    cause)) == NULL)
 			goto out;
 		sqlite3_bind_text(s, 1, last, -1, SQLITE_STATIC);
@@ -413,7 +415,7 @@ meta_query_services(struct meta_sqlite *ms, char ***out, size_t *n,
 		if (rc == SQLITE_DONE)
 			break;
 		if (rc != SQLITE_ROW) {
-			meta_sqlite_error(c->db, cause, "list services");
+			meta_conn_error(c->db, cause, "list services");
 			goto out;
 		}
 		free(last);
@@ -432,7 +434,7 @@ out:
 		sqlite3_reset(s);
 	store_strings_free(v, nv);
 	free(last);
-	meta_sqlite_conn_put(ms, c);
+	meta_conn_put(&ms->pool, c);
 	return ret;
 }
 
@@ -452,9 +454,9 @@ meta_query_labels(struct meta_sqlite *ms, const char *service,
 		which = service ? META_STMT_KEYS_SERVICE : META_STMT_KEYS;
 	else
 		which = service ? META_STMT_VALUES_SERVICE : META_STMT_VALUES;
-	if ((c = meta_sqlite_conn_get(ms, cause)) == NULL)
+	if ((c = meta_conn_get(&ms->pool, cause)) == NULL)
 		return -1;
-	if ((s = meta_sqlite_stmt(c, which, cause)) != NULL) {
+	if ((s = meta_conn_stmt(c, which, cause)) != NULL) {
 		if (key != NULL) {
 			sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
 			if (service != NULL)
@@ -465,6 +467,6 @@ meta_query_labels(struct meta_sqlite *ms, const char *service,
 		ret = meta_query_collect_strings(c, s, out, n, cause,
 		    "list labels");
 	}
-	meta_sqlite_conn_put(ms, c);
+	meta_conn_put(&ms->pool, c);
 	return ret;
 }

@@ -30,13 +30,10 @@
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "storage/meta_sqlite_int.h"
+#include "storage/meta_timeline.h"
 
-#define META_BUSY_TIMEOUT_MS	10000
-#define META_MMAP_SIZE		"268435456"
 #define META_WRITER_CACHE_KIB	"65536"
-#define META_SCHEMA_VERSION	1
-/* Pages returned to the file system after each retention batch. */
-#define META_VACUUM_PAGES	"4096"
+#define META_SCHEMA_VERSION	2
 
 /* One row waiting for the group commit. */
 struct meta_put {
@@ -49,76 +46,6 @@ struct meta_put {
 	struct meta_put			*next;
 };
 
-static const char *meta_stmt_sql[META_STMT_COUNT] = {
-	[META_STMT_INSERT_PROFILE] =
-	    "INSERT INTO profiles (id, service, type, created_at, size, "
-	    "samples, sample_types, duration_ns) "
-	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-	[META_STMT_INSERT_LABEL] =
-	    "INSERT OR IGNORE INTO labels (key, value) VALUES (?1, ?2)",
-	[META_STMT_LABEL_ID] =
-	    "SELECT label_id FROM labels WHERE key = ?1 AND value = ?2",
-	[META_STMT_INSERT_PROFILE_LABEL] =
-	    "INSERT OR IGNORE INTO profile_labels (label_id, profile_pk, "
-	    "service, created_at) VALUES (?1, ?2, ?3, ?4)",
-	[META_STMT_SERVICE_LABEL_ADD] =
-	    "INSERT INTO service_labels (service, label_id, refs) "
-	    "VALUES (?1, ?2, 1) ON CONFLICT (service, label_id) "
-	    "DO UPDATE SET refs = refs + 1",
-	[META_STMT_PROFILE_LABELS] =
-	    "SELECT l.key, l.value FROM profile_labels AS pl "
-	    "JOIN labels AS l ON l.label_id = pl.label_id "
-	    "WHERE pl.profile_pk = ?1 ORDER BY l.key, l.value",
-	[META_STMT_GET] =
-	    "SELECT pk, id, service, type, created_at, size, samples, "
-	    "sample_types, duration_ns FROM profiles WHERE id = ?1",
-	[META_STMT_LABEL_COUNT] =
-	    "SELECT count(*) FROM (SELECT 1 FROM profile_labels "
-	    "INDEXED BY profile_labels_label_time WHERE label_id = ?6 "
-	    "AND service = ?1 AND created_at BETWEEN ?3 AND ?4 LIMIT ?5)",
-	[META_STMT_WINDOW_COUNT] =
-	    "SELECT count(*) FROM (SELECT 1 FROM profiles "
-	    "INDEXED BY profiles_service_time WHERE service = ?1 "
-	    "AND created_at BETWEEN ?3 AND ?4 LIMIT ?5)",
-	[META_STMT_WINDOW_COUNT_TYPE] =
-	    "SELECT count(*) FROM (SELECT 1 FROM profiles "
-	    "INDEXED BY profiles_service_type_time WHERE service = ?1 "
-	    "AND type = ?2 AND created_at BETWEEN ?3 AND ?4 LIMIT ?5)",
-	[META_STMT_NEXT_SERVICE] =
-	    "SELECT service FROM profiles WHERE service > ?1 "
-	    "ORDER BY service LIMIT 1",
-	[META_STMT_KEYS] =
-	    "SELECT DISTINCT l.key FROM service_labels AS sl "
-	    "JOIN labels AS l ON l.label_id = sl.label_id ORDER BY l.key",
-	[META_STMT_KEYS_SERVICE] =
-	    "SELECT DISTINCT l.key FROM service_labels AS sl "
-	    "JOIN labels AS l ON l.label_id = sl.label_id "
-	    "WHERE sl.service = ?1 ORDER BY l.key",
-	[META_STMT_VALUES] =
-	    "SELECT l.value FROM labels AS l WHERE l.key = ?1 AND EXISTS "
-	    "(SELECT 1 FROM service_labels AS sl "
-	    "WHERE sl.label_id = l.label_id) ORDER BY l.value",
-	[META_STMT_VALUES_SERVICE] =
-	    "SELECT l.value FROM labels AS l JOIN service_labels AS sl "
-	    "ON sl.label_id = l.label_id AND sl.service = ?2 "
-	    "WHERE l.key = ?1 ORDER BY l.value",
-	[META_STMT_EXPIRED] =
-	    "SELECT pk, id, size, service FROM profiles "
-	    "WHERE created_at < ?1 ORDER BY created_at LIMIT ?2",
-	[META_STMT_LABELS_OF] =
-	    "SELECT label_id FROM profile_labels WHERE profile_pk = ?1",
-	[META_STMT_SERVICE_LABEL_SUB] =
-	    "UPDATE service_labels SET refs = refs - 1 "
-	    "WHERE service = ?1 AND label_id = ?2",
-	[META_STMT_SERVICE_LABEL_GC] =
-	    "DELETE FROM service_labels "
-	    "WHERE service = ?1 AND label_id = ?2 AND refs <= 0",
-	[META_STMT_DELETE_PROFILE_LABELS] =
-	    "DELETE FROM profile_labels WHERE profile_pk = ?1",
-	[META_STMT_DELETE_PROFILE] =
-	    "DELETE FROM profiles WHERE pk = ?1",
-};
-
 static const char meta_schema[] =
 	"CREATE TABLE IF NOT EXISTS profiles ("
 	" pk INTEGER PRIMARY KEY,"
@@ -129,7 +56,8 @@ static const char meta_schema[] =
 	" size INTEGER NOT NULL,"
 	" samples INTEGER NOT NULL DEFAULT 0,"
 	" sample_types TEXT NOT NULL DEFAULT '',"
-	" duration_ns INTEGER NOT NULL DEFAULT 0);"
+	" duration_ns INTEGER NOT NULL DEFAULT 0,"
+	" totals TEXT);"		/* NULL: not known yet (backfill) */
 	/* service [+ type] + time range, newest first: a reverse walk. */
 	"CREATE INDEX IF NOT EXISTS profiles_service_type_time"
 	" ON profiles (service, type, created_at, id);"
@@ -162,96 +90,21 @@ static const char meta_schema[] =
 	" refs INTEGER NOT NULL,"
 	" PRIMARY KEY (service, label_id)) WITHOUT ROWID;"
 	"CREATE INDEX IF NOT EXISTS service_labels_label"
-	" ON service_labels (label_id);";
-
-/* Sets *cause to what failed and SQLite's message. */
-int
-meta_sqlite_error(sqlite3 *db, char **cause, const char *what)
-{
-	return xcause(cause, "%s: %s", what, sqlite3_errmsg(db));
-}
-
-/* Runs SQL with no result rows. */
-static int
-meta_sqlite_exec(sqlite3 *db, const char *sql, char **cause, const char *what)
-{
-	char	*err = NULL;
-
-	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) {
-		xcause(cause, "%s: %s", what, err ? err : sqlite3_errmsg(db));
-		sqlite3_free(err);
-		return -1;
-	}
-	return 0;
-}
-
-/* Opens one connection to path and sets its per-connection pragmas. */
-static struct meta_conn *
-meta_sqlite_conn_open(const char *path, char **cause)
-{
-	struct meta_conn	*c;
-	sqlite3			*db = NULL;
-	int			 flags;
-
-	flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-	    SQLITE_OPEN_NOMUTEX;
-	if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
-		if (db == NULL)
-			xcause(cause, "open %s: out of memory", path);
-		else
-			xcause(cause, "open %s: %s", path, sqlite3_errmsg(db));
-		sqlite3_close(db);
-		return NULL;
-	}
-	sqlite3_extended_result_codes(db, 1);
-	sqlite3_busy_timeout(db, META_BUSY_TIMEOUT_MS);
-	if (meta_sqlite_exec(db, "PRAGMA synchronous = FULL;"
-	    "PRAGMA mmap_size = " META_MMAP_SIZE ";"
-	    "PRAGMA temp_store = MEMORY;", cause, path) == -1) {
-		sqlite3_close(db);
-		return NULL;
-	}
-	c = xcalloc(1, sizeof *c);
-	c->db = db;
-	return c;
-}
-
-/* Finalizes a connection's statements and closes it. */
-static void
-meta_sqlite_conn_close(struct meta_conn *c)
-{
-	size_t	i;
-
-	if (c == NULL)
-		return;
-	for (i = 0; i < META_STMT_COUNT; i++)
-		sqlite3_finalize(c->stmt[i]);
-	for (i = 0; i < META_LIST_SHAPES; i++)
-		sqlite3_finalize(c->list[i]);
-	if (sqlite3_close(c->db) != SQLITE_OK)
-		log_warn("%s: %s", __func__, sqlite3_errmsg(c->db));
-	free(c);
-}
-
-/* Returns the cached statement, preparing it on first use. */
-sqlite3_stmt *
-meta_sqlite_stmt(struct meta_conn *c, enum meta_stmt which, char **cause)
-{
-	sqlite3_stmt	*s = c->stmt[which];
-
-	if (s != NULL) {
-		sqlite3_reset(s);
-		sqlite3_clear_bindings(s);
-		return s;
-	}
-	if (sqlite3_prepare_v3(c->db, meta_stmt_sql[which], -1,
-	    SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK) {
-		meta_sqlite_error(c->db, cause, "prepare statement");
-		return NULL;
-	}
-	c->stmt[which] = s;
-	return s;
-}
+	" ON service_labels (label_id);"
+	/* Rows the backfill still has to read (none, once it is done). */
+	"CREATE INDEX IF NOT EXISTS profiles_no_totals"
+	" ON profiles (id) WHERE totals IS NULL;"
+	/* Per-minute sums of each sample type (meta_timeline.c). */
+	"CREATE TABLE IF NOT EXISTS timeline ("
+	" service TEXT NOT NULL,"
+	" label_id INTEGER NOT NULL,"	/* 0: every profile */
+	" sample_type TEXT NOT NULL,"	/* "cpu/nanoseconds" */
+	" type TEXT NOT NULL,"
+	" minute INTEGER NOT NULL,"	/* created_at / 60 s, rounded down */
+	" value INTEGER NOT NULL,"
+	" profiles INTEGER NOT NULL,"
+	" PRIMARY KEY (service, label_id, sample_type, type, minute))"
+	" WITHOUT ROWID;";
 
 /* Creates the schema on a new database; checks the version of an old one. */
 static int
@@ -263,7 +116,7 @@ meta_sqlite_schema_init(struct meta_conn *w, char **cause)
 
 	if (sqlite3_prepare_v2(w->db, "PRAGMA user_version", -1, &s,
 	    NULL) != SQLITE_OK)
-		return meta_sqlite_error(w->db, cause, "read schema version");
+		return meta_conn_error(w->db, cause, "read schema version");
 	if (sqlite3_step(s) == SQLITE_ROW)
 		version = sqlite3_column_int(s, 0);
 	sqlite3_finalize(s);
@@ -271,19 +124,22 @@ meta_sqlite_schema_init(struct meta_conn *w, char **cause)
 		return xcause(cause, "schema version %d is newer than this "
 		    "profd (%d)", version, META_SCHEMA_VERSION);
 	/* auto_vacuum only takes effect before the first table exists. */
-	if (version == 0 && meta_sqlite_exec(w->db, "PRAGMA auto_vacuum = "
+	if (version == 0 && meta_conn_exec(w->db, "PRAGMA auto_vacuum = "
 	    "INCREMENTAL", cause, "set auto_vacuum") == -1)
 		return -1;
-	if (meta_sqlite_exec(w->db, "PRAGMA journal_mode = WAL", cause,
+	if (meta_conn_exec(w->db, "PRAGMA journal_mode = WAL", cause,
 	    "set journal_mode") == -1)
 		return -1;
-	if (meta_sqlite_exec(w->db, "BEGIN IMMEDIATE", cause, "create schema") == -1)
+	if (meta_conn_exec(w->db, "BEGIN IMMEDIATE", cause, "create schema") == -1)
 		return -1;
 	snprintf(sql, sizeof sql, "PRAGMA user_version = %d",
 	    META_SCHEMA_VERSION);
-	if (meta_sqlite_exec(w->db, meta_schema, cause, "create schema") == -1 ||
-	    meta_sqlite_exec(w->db, sql, cause, "create schema") == -1 ||
-	    meta_sqlite_exec(w->db, "COMMIT", cause, "create schema") == -1) {
+	/* Version 2 added profiles.totals and the timeline. */
+	if ((version == 1 && meta_conn_exec(w->db, "ALTER TABLE profiles "
+	    "ADD COLUMN totals TEXT", cause, "migrate schema") == -1) ||
+	    meta_conn_exec(w->db, meta_schema, cause, "create schema") == -1 ||
+	    meta_conn_exec(w->db, sql, cause, "create schema") == -1 ||
+	    meta_conn_exec(w->db, "COMMIT", cause, "create schema") == -1) {
 		sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
 		return -1;
 	}
@@ -299,16 +155,16 @@ meta_sqlite_open(const char *path, char **cause)
 	char			 *mode = NULL;
 	sqlite3_stmt		*s = NULL;
 
-	if ((w = meta_sqlite_conn_open(path, cause)) == NULL)
+	if ((w = meta_conn_open(path, cause)) == NULL)
 		return NULL;
 	/* The writer touches every index on each insert: keep them cached.
 	 * After a checkpoint the WAL file is cut back to 64 MiB, so the
 	 * space retention frees really returns to the disk. */
-	if (meta_sqlite_exec(w->db, "PRAGMA cache_size = -" META_WRITER_CACHE_KIB,
-	    cause, path) == -1 || meta_sqlite_exec(w->db,
+	if (meta_conn_exec(w->db, "PRAGMA cache_size = -" META_WRITER_CACHE_KIB,
+	    cause, path) == -1 || meta_conn_exec(w->db,
 	    "PRAGMA journal_size_limit = 67108864", cause, path) == -1 ||
 	    meta_sqlite_schema_init(w, cause) == -1) {
-		meta_sqlite_conn_close(w);
+		meta_conn_close(w);
 		return NULL;
 	}
 	if (sqlite3_prepare_v2(w->db, "PRAGMA journal_mode", -1, &s,
@@ -321,9 +177,8 @@ meta_sqlite_open(const char *path, char **cause)
 	free(mode);
 
 	ms = xcalloc(1, sizeof *ms);
-	ms->path = xstrdup(path);
+	meta_conn_pool_init(&ms->pool, path);
 	ms->writer = w;
-	pthread_mutex_init(&ms->pool_mu, NULL);
 	pthread_mutex_init(&ms->mu, NULL);
 	pthread_cond_init(&ms->cond, NULL);
 	ms->pending_tail = &ms->pending;
@@ -334,21 +189,14 @@ meta_sqlite_open(const char *path, char **cause)
 void
 meta_sqlite_close(struct meta_sqlite *ms)
 {
-	struct meta_conn	*c;
-
 	if (ms == NULL)
 		return;
-	while ((c = ms->idle) != NULL) {
-		ms->idle = c->next;
-		meta_sqlite_conn_close(c);
-	}
+	meta_conn_pool_close(&ms->pool);
 	/* Let SQLite refresh its planner statistics, cheaply. */
 	sqlite3_exec(ms->writer->db, "PRAGMA optimize", NULL, NULL, NULL);
-	meta_sqlite_conn_close(ms->writer);
-	pthread_mutex_destroy(&ms->pool_mu);
+	meta_conn_close(ms->writer);
 	pthread_mutex_destroy(&ms->mu);
 	pthread_cond_destroy(&ms->cond);
-	free(ms->path);
 	free(ms);
 }
 
@@ -379,7 +227,7 @@ meta_sqlite_count_file(const char *path, int64_t *rows, char **cause)
 	if ((rc != SQLITE_ROW && rc != SQLITE_OK) ||
 	    sqlite3_prepare_v2(db, "SELECT count(*) FROM profiles", -1, &s,
 	    NULL) != SQLITE_OK || sqlite3_step(s) != SQLITE_ROW) {
-		meta_sqlite_error(db, cause, path);
+		meta_conn_error(db, cause, path);
 		goto out;
 	}
 	*rows = sqlite3_column_int64(s, 0);
@@ -388,59 +236,6 @@ out:
 	sqlite3_finalize(s);
 	sqlite3_close(db);
 	return ret;
-}
-
-/* Takes an idle reader connection or opens a new one. */
-struct meta_conn *
-meta_sqlite_conn_get(struct meta_sqlite *ms, char **cause)
-{
-	struct meta_conn	*c;
-
-	pthread_mutex_lock(&ms->pool_mu);
-	if ((c = ms->idle) != NULL)
-		ms->idle = c->next;
-	pthread_mutex_unlock(&ms->pool_mu);
-	if (c != NULL)
-		return c;
-	return meta_sqlite_conn_open(ms->path, cause);
-}
-
-/* Resets anything left running (ending its read transaction) and pools c. */
-void
-meta_sqlite_conn_put(struct meta_sqlite *ms, struct meta_conn *c)
-{
-	sqlite3_stmt	*s = NULL;
-
-	while ((s = sqlite3_next_stmt(c->db, s)) != NULL) {
-		if (sqlite3_stmt_busy(s))
-			sqlite3_reset(s);
-	}
-	pthread_mutex_lock(&ms->pool_mu);
-	c->next = ms->idle;
-	ms->idle = c;
-	pthread_mutex_unlock(&ms->pool_mu);
-}
-
-/* Binds a string that may be NULL (stored as empty). */
-static int
-meta_sqlite_bind_text(sqlite3_stmt *s, int i, const char *v)
-{
-	return sqlite3_bind_text(s, i, v ? v : "", -1, SQLITE_STATIC);
-}
-
-/* Runs a statement expected to return no rows (or ignores them). */
-static int
-meta_sqlite_step_done(struct meta_conn *c, sqlite3_stmt *s, char **cause,
-    const char *what)
-{
-	int	rc;
-
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		;
-	sqlite3_reset(s);
-	if (rc != SQLITE_DONE)
-		return meta_sqlite_error(c->db, cause, what);
-	return 0;
 }
 
 /*
@@ -506,22 +301,22 @@ meta_sqlite_label_id(struct meta_conn *w, struct meta_lcache *lc,
 	} else
 		lc = NULL;
 
-	if ((s = meta_sqlite_stmt(w, META_STMT_INSERT_LABEL, cause)) == NULL)
+	if ((s = meta_conn_stmt(w, META_STMT_INSERT_LABEL, cause)) == NULL)
 		return -1;
-	meta_sqlite_bind_text(s, 1, l->key);
-	meta_sqlite_bind_text(s, 2, l->value);
-	if (meta_sqlite_step_done(w, s, cause, "insert label") == -1)
+	meta_conn_bind_text(s, 1, l->key);
+	meta_conn_bind_text(s, 2, l->value);
+	if (meta_conn_step_done(w, s, cause, "insert label") == -1)
 		return -1;
-	if ((s = meta_sqlite_stmt(w, META_STMT_LABEL_ID, cause)) == NULL)
+	if ((s = meta_conn_stmt(w, META_STMT_LABEL_ID, cause)) == NULL)
 		return -1;
-	meta_sqlite_bind_text(s, 1, l->key);
-	meta_sqlite_bind_text(s, 2, l->value);
+	meta_conn_bind_text(s, 1, l->key);
+	meta_conn_bind_text(s, 2, l->value);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW)
 		*id = sqlite3_column_int64(s, 0);
 	sqlite3_reset(s);
 	if (rc != SQLITE_ROW)
-		return meta_sqlite_error(w->db, cause, "find label");
+		return meta_conn_error(w->db, cause, "find label");
 	if (lc != NULL) {
 		free(lc->slot[h].kv);
 		lc->slot[h].kv = xmalloc(len);
@@ -540,47 +335,64 @@ static int
 meta_sqlite_write_row(struct meta_conn *w, struct meta_lcache *lc,
     const struct profile_meta *m, char **cause)
 {
-	sqlite3_stmt	*s;
-	int64_t		 pk, label_id = 0;
-	size_t		 i;
+	struct meta_timeline_row	 r = { 0 };
+	sqlite3_stmt			*s;
+	int64_t				 pk, label_id = 0, *ids;
+	size_t				 i;
 
-	if ((s = meta_sqlite_stmt(w, META_STMT_INSERT_PROFILE, cause)) == NULL)
+	if ((s = meta_conn_stmt(w, META_STMT_INSERT_PROFILE, cause)) == NULL)
 		return -1;
-	meta_sqlite_bind_text(s, 1, m->id);
-	meta_sqlite_bind_text(s, 2, m->service);
-	meta_sqlite_bind_text(s, 3, m->type);
+	meta_conn_bind_text(s, 1, m->id);
+	meta_conn_bind_text(s, 2, m->service);
+	meta_conn_bind_text(s, 3, m->type);
 	sqlite3_bind_int64(s, 4, m->created_at);
 	sqlite3_bind_int64(s, 5, m->size);
 	sqlite3_bind_int64(s, 6, m->samples);
-	meta_sqlite_bind_text(s, 7, m->sample_types);
+	meta_conn_bind_text(s, 7, m->sample_types);
 	sqlite3_bind_int64(s, 8, m->duration_ns);
-	if (meta_sqlite_step_done(w, s, cause, "insert profile") == -1)
+	if (m->totals != NULL)
+		sqlite3_bind_text(s, 9, m->totals, -1, SQLITE_STATIC);
+	if (meta_conn_step_done(w, s, cause, "insert profile") == -1)
 		return -1;
 	pk = sqlite3_last_insert_rowid(w->db);
+	ids = xreallocarray(NULL, m->nlabels + 1, sizeof *ids);
 
 	for (i = 0; i < m->nlabels; i++) {
 		if (meta_sqlite_label_id(w, lc, &m->labels[i], &label_id, cause) == -1)
-			return -1;
-		s = meta_sqlite_stmt(w, META_STMT_INSERT_PROFILE_LABEL, cause);
+			goto fail;
+		s = meta_conn_stmt(w, META_STMT_INSERT_PROFILE_LABEL, cause);
 		if (s == NULL)
-			return -1;
+			goto fail;
 		sqlite3_bind_int64(s, 1, label_id);
 		sqlite3_bind_int64(s, 2, pk);
-		meta_sqlite_bind_text(s, 3, m->service);
+		meta_conn_bind_text(s, 3, m->service);
 		sqlite3_bind_int64(s, 4, m->created_at);
-		if (meta_sqlite_step_done(w, s, cause, "insert profile label") == -1)
-			return -1;
+		if (meta_conn_step_done(w, s, cause, "insert profile label") == -1)
+			goto fail;
 		if (sqlite3_changes(w->db) == 0)
 			continue;	/* the same pair given twice */
-		s = meta_sqlite_stmt(w, META_STMT_SERVICE_LABEL_ADD, cause);
+		ids[r.nlabels++] = label_id;
+		s = meta_conn_stmt(w, META_STMT_SERVICE_LABEL_ADD, cause);
 		if (s == NULL)
-			return -1;
-		meta_sqlite_bind_text(s, 1, m->service);
+			goto fail;
+		meta_conn_bind_text(s, 1, m->service);
 		sqlite3_bind_int64(s, 2, label_id);
-		if (meta_sqlite_step_done(w, s, cause, "count service label") == -1)
-			return -1;
+		if (meta_conn_step_done(w, s, cause, "count service label") == -1)
+			goto fail;
 	}
+	r.service = m->service;
+	r.type = m->type;
+	r.created_at = m->created_at;
+	r.sample_types = m->sample_types;
+	r.totals = m->totals;
+	r.label_ids = ids;
+	if (meta_timeline_apply(w, &r, 1, cause) == -1)
+		goto fail;
+	free(ids);
 	return 0;
+fail:
+	free(ids);
+	return -1;
 }
 
 /* Waits until this thread holds the writer. Called with mu held. */
@@ -598,6 +410,24 @@ meta_sqlite_writer_release_locked(struct meta_sqlite *ms)
 {
 	ms->leader = 0;
 	pthread_cond_broadcast(&ms->cond);
+}
+
+/* Waits until this thread holds the writer. */
+void
+meta_sqlite_writer_acquire(struct meta_sqlite *ms)
+{
+	pthread_mutex_lock(&ms->mu);
+	meta_sqlite_writer_acquire_locked(ms);
+	pthread_mutex_unlock(&ms->mu);
+}
+
+/* Gives the writer up and wakes every waiter. */
+void
+meta_sqlite_writer_release(struct meta_sqlite *ms)
+{
+	pthread_mutex_lock(&ms->mu);
+	meta_sqlite_writer_release_locked(ms);
+	pthread_mutex_unlock(&ms->mu);
 }
 
 /*
@@ -619,7 +449,7 @@ meta_sqlite_commit_batch(struct meta_sqlite *ms, struct meta_put *batch,
 	if (p != NULL && ms->barrier != NULL &&
 	    ms->barrier(ms->barrier_arg, &why) == -1)
 		goto fail_all;
-	if (meta_sqlite_exec(w->db, "BEGIN IMMEDIATE", &why, "begin") == -1)
+	if (meta_conn_exec(w->db, "BEGIN IMMEDIATE", &why, "begin") == -1)
 		goto fail_all;
 	for (p = batch; p != NULL; p = p->next) {
 		if (p->check != NULL &&
@@ -627,7 +457,7 @@ meta_sqlite_commit_batch(struct meta_sqlite *ms, struct meta_put *batch,
 			p->rc = -1;
 			continue;
 		}
-		if (meta_sqlite_exec(w->db, "SAVEPOINT row", &p->cause,
+		if (meta_conn_exec(w->db, "SAVEPOINT row", &p->cause,
 		    "savepoint") == -1) {
 			p->rc = -1;
 			continue;
@@ -638,7 +468,7 @@ meta_sqlite_commit_batch(struct meta_sqlite *ms, struct meta_put *batch,
 		}
 		sqlite3_exec(w->db, "RELEASE row", NULL, NULL, NULL);
 	}
-	if (meta_sqlite_exec(w->db, "COMMIT", &why, "commit") == -1) {
+	if (meta_conn_exec(w->db, "COMMIT", &why, "commit") == -1) {
 		sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
 		goto fail_all;
 	}
@@ -736,7 +566,7 @@ meta_sqlite_insert_many(struct meta_sqlite *ms, const struct profile_meta *m,
 	meta_sqlite_writer_acquire_locked(ms);
 	pthread_mutex_unlock(&ms->mu);
 
-	if (meta_sqlite_exec(w->db, "BEGIN IMMEDIATE", cause, "begin") == -1)
+	if (meta_conn_exec(w->db, "BEGIN IMMEDIATE", cause, "begin") == -1)
 		goto out;
 	lc = xcalloc(1, sizeof *lc);
 	for (i = 0; i < n; i++) {
@@ -746,7 +576,7 @@ meta_sqlite_insert_many(struct meta_sqlite *ms, const struct profile_meta *m,
 		}
 		bytes += m[i].size;
 	}
-	if (meta_sqlite_exec(w->db, "COMMIT", cause, "commit") == -1) {
+	if (meta_conn_exec(w->db, "COMMIT", cause, "commit") == -1) {
 		sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
 		goto out;
 	}
@@ -760,152 +590,6 @@ out:
 	}
 	meta_sqlite_writer_release_locked(ms);
 	pthread_mutex_unlock(&ms->mu);
-	return ret;
-}
-
-/* One row chosen for deletion. */
-struct meta_expired {
-	int64_t	 pk;
-	int64_t	 size;
-	char	*id;
-	char	*service;
-};
-
-/* Deletes one profile's labels and row inside the open transaction. */
-static int
-meta_sqlite_delete_row(struct meta_conn *w, const struct meta_expired *e,
-    char **cause)
-{
-	sqlite3_stmt	*s, *sub, *gc;
-	int64_t		*ids = NULL;
-	size_t		 n = 0, i;
-	int		 rc, ret = -1;
-
-	if ((s = meta_sqlite_stmt(w, META_STMT_LABELS_OF, cause)) == NULL)
-		return -1;
-	sqlite3_bind_int64(s, 1, e->pk);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		ids = xreallocarray(ids, n + 1, sizeof *ids);
-		ids[n++] = sqlite3_column_int64(s, 0);
-	}
-	sqlite3_reset(s);
-	if (rc != SQLITE_DONE) {
-		meta_sqlite_error(w->db, cause, "read labels");
-		goto out;
-	}
-	for (i = 0; i < n; i++) {
-		if ((sub = meta_sqlite_stmt(w, META_STMT_SERVICE_LABEL_SUB,
-		    cause)) == NULL)
-			goto out;
-		meta_sqlite_bind_text(sub, 1, e->service);
-		sqlite3_bind_int64(sub, 2, ids[i]);
-		if (meta_sqlite_step_done(w, sub, cause, "count service label") == -1)
-			goto out;
-		if ((gc = meta_sqlite_stmt(w, META_STMT_SERVICE_LABEL_GC,
-		    cause)) == NULL)
-			goto out;
-		meta_sqlite_bind_text(gc, 1, e->service);
-		sqlite3_bind_int64(gc, 2, ids[i]);
-		if (meta_sqlite_step_done(w, gc, cause, "drop service label") == -1)
-			goto out;
-	}
-	if ((s = meta_sqlite_stmt(w, META_STMT_DELETE_PROFILE_LABELS,
-	    cause)) == NULL)
-		goto out;
-	sqlite3_bind_int64(s, 1, e->pk);
-	if (meta_sqlite_step_done(w, s, cause, "delete profile labels") == -1)
-		goto out;
-	if ((s = meta_sqlite_stmt(w, META_STMT_DELETE_PROFILE, cause)) == NULL)
-		goto out;
-	sqlite3_bind_int64(s, 1, e->pk);
-	if (meta_sqlite_step_done(w, s, cause, "delete profile") == -1)
-		goto out;
-	ret = 0;
-out:
-	free(ids);
-	return ret;
-}
-
-/* Retention: deletes up to batch expired rows in one transaction. */
-int
-meta_sqlite_delete_before(struct meta_sqlite *ms, int64_t cutoff,
-    size_t batch, char ***ids, size_t *n, char **cause)
-{
-	struct meta_conn	*w = ms->writer;
-	struct meta_expired	*rows = NULL;
-	sqlite3_stmt		*s;
-	size_t			 nrows = 0, i;
-	int64_t			 bytes = 0;
-	int			 rc, ret = -1;
-	char			*why = NULL;
-
-	*ids = NULL;
-	*n = 0;
-	pthread_mutex_lock(&ms->mu);
-	meta_sqlite_writer_acquire_locked(ms);
-	pthread_mutex_unlock(&ms->mu);
-
-	if (meta_sqlite_exec(w->db, "BEGIN IMMEDIATE", cause, "delete: begin") == -1)
-		goto out;
-	if ((s = meta_sqlite_stmt(w, META_STMT_EXPIRED, cause)) == NULL)
-		goto rollback;
-	sqlite3_bind_int64(s, 1, cutoff);
-	sqlite3_bind_int64(s, 2, batch == 0 ? -1 : (sqlite3_int64)batch);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct meta_expired *e;
-
-		rows = xreallocarray(rows, nrows + 1, sizeof *rows);
-		e = &rows[nrows++];
-		e->pk = sqlite3_column_int64(s, 0);
-		e->id = xstrdup((const char *)sqlite3_column_text(s, 1));
-		e->size = sqlite3_column_int64(s, 2);
-		e->service = xstrdup((const char *)sqlite3_column_text(s, 3));
-	}
-	sqlite3_reset(s);
-	if (rc != SQLITE_DONE) {
-		meta_sqlite_error(w->db, cause, "delete: find expired rows");
-		goto rollback;
-	}
-	for (i = 0; i < nrows; i++) {
-		if (meta_sqlite_delete_row(w, &rows[i], &why) == -1) {
-			xcause(cause, "delete %s: %s", rows[i].id, why);
-			goto rollback;
-		}
-		bytes += rows[i].size;
-	}
-	if (meta_sqlite_exec(w->db, "COMMIT", cause, "delete: commit") == -1)
-		goto rollback;
-	if (nrows > 0 && meta_sqlite_exec(w->db, "PRAGMA incremental_vacuum("
-	    META_VACUUM_PAGES ")", &why, "incremental vacuum") == -1) {
-		log_warn("%s: %s", __func__, why);
-		free(why);
-		why = NULL;
-	}
-	*ids = xreallocarray(NULL, nrows, sizeof **ids);
-	for (i = 0; i < nrows; i++) {
-		(*ids)[i] = rows[i].id;
-		rows[i].id = NULL;
-	}
-	*n = nrows;
-	ret = 0;
-	goto out;
-
-rollback:
-	sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
-out:
-	pthread_mutex_lock(&ms->mu);
-	if (ret == 0 && ms->totals_known) {
-		ms->total_profiles -= (int64_t)nrows;
-		ms->total_bytes -= bytes;
-	}
-	meta_sqlite_writer_release_locked(ms);
-	pthread_mutex_unlock(&ms->mu);
-	for (i = 0; i < nrows; i++) {
-		free(rows[i].id);
-		free(rows[i].service);
-	}
-	free(rows);
-	free(why);
 	return ret;
 }
 
@@ -924,7 +608,7 @@ meta_sqlite_totals(struct meta_sqlite *ms, int64_t *profiles, int64_t *bytes,
 		if (sqlite3_prepare_v2(ms->writer->db, "SELECT count(*), "
 		    "total(size) FROM profiles", -1, &s, NULL) != SQLITE_OK ||
 		    sqlite3_step(s) != SQLITE_ROW)
-			ret = meta_sqlite_error(ms->writer->db, cause,
+			ret = meta_conn_error(ms->writer->db, cause,
 			    "count profiles");
 		pthread_mutex_lock(&ms->mu);
 		if (ret == 0) {
@@ -953,11 +637,11 @@ meta_sqlite_ids(struct meta_sqlite *ms, char **ids, size_t *n, char **cause)
 
 	*ids = NULL;
 	*n = 0;
-	if ((c = meta_sqlite_conn_get(ms, cause)) == NULL)
+	if ((c = meta_conn_get(&ms->pool, cause)) == NULL)
 		return -1;
 	if (sqlite3_prepare_v2(c->db, "SELECT id FROM profiles ORDER BY id",
 	    -1, &s, NULL) != SQLITE_OK) {
-		meta_sqlite_error(c->db, cause, "list ids");
+		meta_conn_error(c->db, cause, "list ids");
 		goto out;
 	}
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -973,7 +657,7 @@ meta_sqlite_ids(struct meta_sqlite *ms, char **ids, size_t *n, char **cause)
 		len++;
 	}
 	if (rc != SQLITE_DONE) {
-		meta_sqlite_error(c->db, cause, "list ids");
+		meta_conn_error(c->db, cause, "list ids");
 		free(buf);
 		goto out;
 	}
@@ -982,6 +666,6 @@ meta_sqlite_ids(struct meta_sqlite *ms, char **ids, size_t *n, char **cause)
 	ret = 0;
 out:
 	sqlite3_finalize(s);
-	meta_sqlite_conn_put(ms, c);
+	meta_conn_put(&ms->pool, c);
 	return ret;
 }

@@ -1,7 +1,8 @@
 /*
- * Profile metadata in SQLite (WAL): the schema, connections (one writer,
- * a pool of readers), group-committed inserts, retention deletes and
- * totals (meta_sqlite.c) and the read queries (meta_query.c).
+ * Profile metadata in SQLite (WAL): the schema, the writer and
+ * group-committed inserts, totals (meta_sqlite.c), retention deletes and
+ * the totals backfill (meta_maint.c), the read queries (meta_query.c)
+ * and timelines (meta_timeline.c), over the connections of meta_conn.c.
  */
 #ifndef PROFD_META_SQLITE_H
 #define PROFD_META_SQLITE_H
@@ -46,8 +47,13 @@ int	meta_sqlite_insert_many(struct meta_sqlite *,
  * committed transaction. *ids: OUT new array of the deleted ids (free with
  * store_strings_free), *n: OUT count.
  */
-int	meta_sqlite_delete_before(struct meta_sqlite *, int64_t cutoff,
+int	meta_maint_delete_before(struct meta_sqlite *, int64_t cutoff,
 	    size_t batch, char ***ids, size_t *n, char **cause);
+/* store_missing_totals and store_set_totals (meta_maint.c). */
+int	meta_maint_missing_totals(struct meta_sqlite *, const char *after,
+	    size_t limit, char ***out, size_t *n, char **cause);
+int	meta_maint_set_totals(struct meta_sqlite *, char *const *ids,
+	    char *const *totals, size_t n, char **cause);
 
 /* Number of rows and sum of sizes (computed once, then kept current). */
 int	meta_sqlite_totals(struct meta_sqlite *, int64_t *profiles,

@@ -3,6 +3,7 @@
  * Also the helpers that free what the store hands out.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/xmalloc.h"
 #include "storage/store_ops.h"
@@ -57,6 +58,30 @@ store_list(struct store *st, const struct store_query *q,
     struct profile_meta **out, size_t *n, char **cause)
 {
 	return st->ops->list(st->be, q, out, n, cause);
+}
+
+/* Sums a sample type per time bucket from metadata alone. */
+int
+store_timeline(struct store *st, const struct store_query *q,
+    struct store_timeline *tl, char **cause)
+{
+	return st->ops->timeline(st->be, q, tl, cause);
+}
+
+/* Ids of rows whose totals are not known yet. */
+int
+store_missing_totals(struct store *st, const char *after, size_t limit,
+    char ***out, size_t *n, char **cause)
+{
+	return st->ops->missing_totals(st->be, after, limit, out, n, cause);
+}
+
+/* Records computed totals of rows that have none. */
+int
+store_set_totals(struct store *st, char *const *ids, char *const *totals,
+    size_t n, char **cause)
+{
+	return st->ops->set_totals(st->be, ids, totals, n, cause);
 }
 
 /* Looks one profile up. */
@@ -118,6 +143,31 @@ store_rebuild(const char *data_dir, store_legacy_cb legacy, void *arg,
 	return ops->rebuild(data_dir, legacy, arg, rep, cause);
 }
 
+/* The value of sample type st in a row's totals: 1 found, 0 not. */
+int
+store_totals_value(const char *sample_types, const char *totals,
+    const char *st, int64_t *v)
+{
+	const char	*t = sample_types, *tv = totals;
+	size_t		 len = strlen(st), tl;
+
+	if (t == NULL || tv == NULL || *tv == '\0' || *tv == ';')
+		return 0;
+	for (;;) {
+		tl = strcspn(t, ",");
+		if (tl == len && memcmp(t, st, len) == 0) {
+			*v = strtoll(tv, NULL, 10);
+			return 1;
+		}
+		t += tl;
+		tv += strcspn(tv, ",;");
+		if (*t != ',' || *tv != ',')
+			return 0;
+		t++;
+		tv++;
+	}
+}
+
 /* Frees the members of *m. */
 void
 store_meta_clear(struct profile_meta *m)
@@ -129,12 +179,13 @@ store_meta_clear(struct profile_meta *m)
 	free(m->service);
 	free(m->type);
 	free(m->sample_types);
+	free(m->totals);
 	for (i = 0; i < m->nlabels; i++) {
 		free(m->labels[i].key);
 		free(m->labels[i].value);
 	}
 	free(m->labels);
-	m->service = m->type = m->sample_types = NULL;
+	m->service = m->type = m->sample_types = m->totals = NULL;
 	m->labels = NULL;
 	m->nlabels = 0;
 }

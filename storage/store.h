@@ -28,10 +28,19 @@ struct profile_meta {
 	int64_t		 size;		/* bytes as uploaded */
 	int64_t		 samples;
 	char		*sample_types;	/* "samples/count,cpu/nanoseconds" */
+	char		*totals;	/* pprof.h's summary totals; NULL:
+					   not known yet (see store_set_totals) */
 	int64_t		 duration_ns;
 	struct label	*labels;	/* sorted by key, then value */
 	size_t		 nlabels;
 };
+
+/*
+ * The value of sample type st ("name/unit") in a row's totals (see
+ * profile_meta): 1 found (*v set), 0 not there or totals unknown.
+ */
+int	store_totals_value(const char *sample_types, const char *totals,
+	    const char *st, int64_t *v);
 
 /* Frees the members of *m (not m itself). */
 void	store_meta_clear(struct profile_meta *m);
@@ -46,6 +55,26 @@ struct store_query {
 	const struct label	*labels;	/* AND over all pairs */
 	size_t			 nlabels;
 	size_t			 limit;		/* 0: no limit */
+};
+
+/*
+ * A timeline: the sum of one sample type ("name/unit" as in
+ * sample_types) over the profiles of a query, per time bucket. Bucket i
+ * holds the profiles whose created_at, in whole seconds, lies in
+ * [(b0 + i) * step, (b0 + i + 1) * step), clipped to the query's window.
+ * The caller allocates value[n] and profiles[n] (zeroed); the store adds
+ * into them, reading metadata only (per-profile totals, per-minute sums
+ * kept at ingest), never blobs. Profiles whose totals are not known yet
+ * are left out; *pending says how many the whole store still has.
+ */
+struct store_timeline {
+	const char	*sample_type;
+	int64_t		 step;		/* seconds, >= 1 */
+	int64_t		 b0;
+	size_t		 n;
+	int64_t		*value;
+	int64_t		*profiles;
+	int64_t		 pending;	/* OUT */
 };
 
 /* Result of store_open's consistency check. */
@@ -87,6 +116,26 @@ int	store_put(struct store *, const struct profile_meta *m,
  */
 int	store_list(struct store *, const struct store_query *q,
 	    struct profile_meta **out, size_t *n, char **cause);
+
+/* Fills tl (see struct store_timeline) for the profiles matching q. */
+int	store_timeline(struct store *, const struct store_query *q,
+	    struct store_timeline *tl, char **cause);
+
+/*
+ * Rows whose totals are not known (stored before totals existed, or
+ * rebuilt from blobs): up to limit ids greater than after ("" first),
+ * sorted. *out: OUT (free with store_strings_free).
+ */
+int	store_missing_totals(struct store *, const char *after, size_t limit,
+	    char ***out, size_t *n, char **cause);
+
+/*
+ * Records the totals of n profiles (each computed from its blob, "" if
+ * the blob cannot be read) in one transaction; rows that already have
+ * totals, or are gone, are skipped.
+ */
+int	store_set_totals(struct store *, char *const *ids,
+	    char *const *totals, size_t n, char **cause);
 
 /* Looks one profile up: 0 found, 1 not found, -1 error. */
 int	store_get(struct store *, const char *id, struct profile_meta *out,

@@ -18,6 +18,13 @@ struct store_ops {
 			    const void *blob, size_t len, char **cause);
 	int		 (*list)(void *be, const struct store_query *q,
 			    struct profile_meta **out, size_t *n, char **cause);
+	int		 (*timeline)(void *be, const struct store_query *q,
+			    struct store_timeline *tl, char **cause);
+	int		 (*missing_totals)(void *be, const char *after,
+			    size_t limit, char ***out, size_t *n,
+			    char **cause);
+	int		 (*set_totals)(void *be, char *const *ids,
+			    char *const *totals, size_t n, char **cause);
 	int		 (*get)(void *be, const char *id,
 			    struct profile_meta *out, char **cause);
 	int		 (*read_blob)(void *be, const char *id, uint8_t **buf,

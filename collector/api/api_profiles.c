@@ -149,6 +149,8 @@ api_profiles_upload_work(struct httpjob *job)
 	m->sample_types = sum.sample_types != NULL ? sum.sample_types :
 	    xstrdup("");
 	sum.sample_types = NULL;
+	m->totals = sum.totals;
+	sum.totals = NULL;
 	pprof_summary_free(&sum);
 }
 

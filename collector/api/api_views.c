@@ -97,37 +97,6 @@ api_views_args_free(void *arg)
 	free(va);
 }
 
-/* Splits "ID1+ID2 ID3,ID4" into checked ids; -1 with *cause. */
-static int
-api_views_ids(const char *list, size_t max, struct api_views_sel *s,
-    char **cause)
-{
-	const char *p = list, *end;
-	size_t len;
-
-	while (*p != '\0') {
-		while (*p == '+' || *p == ' ' || *p == ',')
-			p++;
-		if (*p == '\0')
-			break;
-		end = p + strcspn(p, "+ ,");
-		len = (size_t)(end - p);
-		if (!ids_valid(p, len))
-			return xcause(cause, "malformed profile id \"%.*s\" "
-			    "(want 20 characters of [0-9a-v])",
-			    (int)(len > 64 ? 64 : len), p);
-		if (s->nids >= max)
-			return xcause(cause, "more than %zu profiles "
-			    "(--max-merge-profiles)", max);
-		s->ids = xreallocarray(s->ids, s->nids + 1, sizeof *s->ids);
-		s->ids[s->nids++] = xstrndup(p, len);
-		p = end;
-	}
-	if (s->nids == 0)
-		return xcause(cause, "parameter ids names no profile");
-	return 0;
-}
-
 /* A copy of p without key (the views' limit is not the list's). */
 static void
 api_views_params_without(const struct params *p, const char *key,
@@ -164,7 +133,7 @@ api_views_sel_parse(struct env *env, const struct params *p,
 	if ((rc = params_get(p, idkey, &ids, cause)) < 0)
 		return -1;
 	if (rc == 1) {
-		rc = api_views_ids(ids, max, s, cause);
+		rc = params_ids(ids, max, &s->ids, &s->nids, cause);
 		free(ids);
 		return rc;
 	}

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "collector/api/params.h"
+#include "collector/ids.h"
 #include "common/parse.h"
 #include "common/utf8.h"
 #include "common/xmalloc.h"
@@ -475,3 +476,34 @@ out:
 	return rc;
 }
 
+
+/* Splits "ID1+ID2 ID3,ID4" into checked ids, at most max; -1 with *cause. */
+int
+params_ids(const char *list, size_t max, char ***ids, size_t *n,
+    char **cause)
+{
+	const char *p = list, *end;
+	size_t len;
+
+	while (*p != '\0') {
+		while (*p == '+' || *p == ' ' || *p == ',')
+			p++;
+		if (*p == '\0')
+			break;
+		end = p + strcspn(p, "+ ,");
+		len = (size_t)(end - p);
+		if (!ids_valid(p, len))
+			return xcause(cause, "malformed profile id \"%.*s\" "
+			    "(want 20 characters of [0-9a-v])",
+			    (int)(len > 64 ? 64 : len), p);
+		if (*n >= max)
+			return xcause(cause, "more than %zu profiles "
+			    "(--max-merge-profiles)", max);
+		*ids = xreallocarray(*ids, *n + 1, sizeof **ids);
+		(*ids)[(*n)++] = xstrndup(p, len);
+		p = end;
+	}
+	if (*n == 0)
+		return xcause(cause, "parameter ids names no profile");
+	return 0;
+}

@@ -75,4 +75,11 @@ int	params_query_parse(const struct params *p, int64_t now_ns, int need_type,
 	    char **cause);
 void	params_query_clear(struct params_query *qa);
 
+/*
+ * Splits "ID1+ID2 ID3,ID4" (+, space or comma between) into checked ids
+ * appended to *ids (*n of them), at most max; -1 with *cause.
+ */
+int	params_ids(const char *list, size_t max, char ***ids, size_t *n,
+	    char **cause);
+
 #endif
