@@ -230,8 +230,9 @@ async function load() {
 		const st1 = fillSampleTypes(st);
 		if (!st.profiles) {
 			flame = top = null;
-			hideTimeline();
 			renderAll(`No ${state.type} profiles of ${state.service} in this window.`);
+			/* Still drawn (empty), so a drag or a wider range gets back. */
+			await loadTimeline(sel, sig);
 		} else {
 			const v = viewParams(st1);
 			const tl = loadTimeline({ ...sel, sample_type: st1 }, sig);
@@ -1131,7 +1132,8 @@ window.profdUI = {
 			diff: !!(flame && flame.base_total !== undefined),
 			sampleType: $('sample-type').value,
 			topFirst: top && top.rows && top.rows[0] ? top.rows[0].name : null,
-			timeline: !$('timeline-area').hidden };
+			timeline: !$('timeline-area').hidden,
+			timelineTotal: timeline ? timeline.total : null };
 	},
 };
 

@@ -178,6 +178,14 @@ async function main() {
 		return c > 2 || `only ${c} distinct colours`;
 	});
 	await check('screenshot flame.png', () => shot(page, 'flame.png'));
+	await check('the timeline is shown, drawn, and sums to the flame graph\'s total', async () => {
+		await idle(page);
+		const s = await page.evaluate(() => window.profdUI.state());
+		if (!s.timeline) return 'timeline area hidden';
+		const c = await canvasColours(page, '#timeline');
+		if (c < 2) return `timeline canvas has ${c} colours`;
+		return s.timelineTotal === s.total || `timeline total ${s.timelineTotal}, flame graph ${s.total}`;
+	});
 
 	// (d) click a frame: zoom=, then reset
 	await check('clicking a frame zooms and puts zoom= in the URL', async () => {
@@ -342,6 +350,41 @@ async function main() {
 			return [r.status, b[0], b[1], b.length];
 		}, [href, TOKEN]);
 		return (got[0] === 200 && got[1] === 0x1f && got[2] === 0x8b) || 'download answered ' + JSON.stringify(got);
+	});
+
+	// (i) dragging across the timeline selects a range
+	const drag = async (a, b) => {
+		const old = (await page.evaluate(() => window.profdUI.state())).from;
+		const box = await page.locator('#timeline').boundingBox();
+		const y = box.y + box.height / 3;
+		await page.mouse.move(box.x + box.width * a, y);
+		await page.mouse.down();
+		await page.mouse.move(box.x + box.width * (a + b) / 2, y, { steps: 4 });
+		await page.mouse.move(box.x + box.width * b, y, { steps: 4 });
+		await page.mouse.up();
+		await page.waitForFunction((o) => window.profdUI.state().from !== o, old, { timeout: STEP });
+		await idle(page);
+		return page.evaluate(() => window.profdUI.state());
+	};
+	const before = await page.evaluate(() => window.profdUI.state());
+	await check('a drag across the timeline around the profiles narrows from/to and keeps them all', async () => {
+		// The window is 2000..2100 and the profiles are of 2026: about 27%.
+		const s = await drag(0.2, 0.35);
+		const y0 = +s.from.slice(0, 4), y1 = +s.to.slice(0, 4);
+		if (!(y0 >= 2019 && y0 <= 2026 && y1 >= 2026 && y1 <= 2037))
+			return `from ${s.from} to ${s.to}`;
+		if (new URL(page.url()).searchParams.get('from') !== s.from) return 'from not in the URL: ' + page.url();
+		return (s.total === before.total && !s.error && s.timelineTotal === s.total) ||
+		    `total ${s.total} (timeline ${s.timelineTotal}), before ${before.total}, error ${JSON.stringify(s.error)}`;
+	});
+	await check('screenshot timeline.png', () => shot(page, 'timeline.png'));
+	await check('a drag over a stretch without profiles selects an empty window: a message, the timeline still drawn', async () => {
+		const prev = await page.evaluate(() => window.profdUI.state());
+		const s = await drag(0.85, 0.97);
+		if (s.from <= prev.from || s.to > prev.to) return `from ${s.from} to ${s.to} not inside ${prev.from}..${prev.to}`;
+		const msg = await page.locator('#flame-empty').isVisible() ? await page.locator('#flame-empty').innerText() : '';
+		return (!s.total && !s.error && msg.startsWith('No ' + TYPE + ' profiles') && s.timeline && s.timelineTotal === 0) ||
+		    `total ${s.total}, error ${JSON.stringify(s.error)}, message ${JSON.stringify(msg)}, timeline ${s.timeline} ${s.timelineTotal}`;
 	});
 
 	await check('no uncaught page errors or CSP violations', () => pageErrors.length === 0 || pageErrors.join('\n'));
