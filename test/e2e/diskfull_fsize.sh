@@ -140,7 +140,7 @@ real=$PROFD
 PROFD=$T_TMP/profd-fsize
 # 700 blocks of 512 bytes (dash's unit) per file, 350 KB: the 13 KB
 # profile fits, the 400 KB one does not, and the WAL of the schema and a
-# few uploads (about 36 KB a commit since the timeline) stays under it.
+# few uploads (about 54 KB a commit since the timeline) stays under it.
 printf '#!/bin/sh\nulimit -f 700\nexec "%s" "$@"\n' "$real" > "$PROFD"
 chmod +x "$PROFD"
 profd_start --workers 2 || { not_ok "profd starts under ulimit -f"; done_testing; }
