@@ -222,6 +222,10 @@ meta_maint_missing_totals(struct meta_sqlite *ms, const char *after,
 		store_strings_free(v, nv);
 		goto out;
 	}
+	if (nv == 0) {
+		free(v);
+		v = NULL;
+	}
 	*out = v;
 	*n = nv;
 	ret = 0;
