@@ -206,7 +206,8 @@ embedded_timeline(void *be, const struct store_query *q,
 {
 	struct embedded	*e = be;
 
-	return meta_timeline_query(e->meta, q, tl, cause);
+	return meta_timeline_query(meta_sqlite_readers(e->meta), q, tl,
+	    cause);
 }
 
 /* Rows without totals. */

@@ -1,10 +1,11 @@
 /*
- * Profile metadata in SQLite: schema, connections, writes.
+ * Profile metadata in SQLite: the schema and its migration, the writer,
+ * group-committed inserts and the totals for /metrics.
  *
- * Connections. Reads use a pool of connections, each used by one thread
- * at a time (SQLITE_OPEN_NOMUTEX), each with its own cache of prepared
- * statements; the pool grows to the number of threads reading at once.
- * All writes go through one writer connection.
+ * Connections (meta_conn.c). Reads use a pool of connections, each used
+ * by one thread at a time (SQLITE_OPEN_NOMUTEX), each with its own cache
+ * of prepared statements; the pool grows to the number of threads
+ * reading at once. All writes go through one writer connection.
  *
  * Group commit. With synchronous=FULL in WAL mode every commit costs an
  * fsync of the WAL, so committing each put alone caps throughput at one
@@ -12,8 +13,10 @@
  * waiting thread finds the writer free becomes the leader, takes every row
  * queued so far, writes them in one transaction (one savepoint per row, so
  * a bad row fails alone), commits once, and wakes the others. While it
- * commits, new rows queue up for the next leader. Retention deletes take
- * the writer the same way.
+ * commits, new rows queue up for the next leader. Retention deletes and
+ * the totals backfill (meta_maint.c) take the writer the same way. Each
+ * inserted row's totals go into the timeline's per-minute sums in the
+ * same transaction (meta_timeline.c).
  *
  * Labels. labels(key, value) holds each distinct pair once and
  * profile_labels(label_id, profile_pk) the pairs of each profile, so a
@@ -183,6 +186,13 @@ meta_sqlite_open(const char *path, char **cause)
 	pthread_cond_init(&ms->cond, NULL);
 	ms->pending_tail = &ms->pending;
 	return ms;
+}
+
+/* The pool of reader connections. */
+struct meta_pool *
+meta_sqlite_readers(struct meta_sqlite *ms)
+{
+	return &ms->pool;
 }
 
 /* Closes every connection; no other call may be running. */

@@ -320,7 +320,7 @@ meta_timeline_pending(struct meta_conn *c, int64_t *pending, char **cause)
 
 /* store_timeline over the embedded metadata. */
 int
-meta_timeline_query(struct meta_sqlite *ms, const struct store_query *q,
+meta_timeline_query(struct meta_pool *readers, const struct store_query *q,
     struct store_timeline *tl, char **cause)
 {
 	struct meta_conn	*c;
@@ -330,7 +330,7 @@ meta_timeline_query(struct meta_sqlite *ms, const struct store_query *q,
 	tl->pending = 0;
 	if (q->service == NULL)
 		return xcause(cause, "timeline: service is required");
-	if ((c = meta_conn_get(&ms->pool, cause)) == NULL)
+	if ((c = meta_conn_get(readers, cause)) == NULL)
 		return -1;
 	ids = xcalloc(q->nlabels + 1, sizeof *ids);
 	/* The full minutes inside [from, to]. */
@@ -365,6 +365,6 @@ done:
 	ret = meta_timeline_pending(c, &tl->pending, cause);
 out:
 	free(ids);
-	meta_conn_put(&ms->pool, c);
+	meta_conn_put(readers, c);
 	return ret;
 }

@@ -10,7 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "storage/meta_sqlite_int.h"
+#include "storage/meta_conn.h"
+#include "storage/store.h"
 
 /* What a profile adds to (or, deleted, takes from) the buckets. */
 struct meta_timeline_row {
@@ -32,7 +33,8 @@ int	meta_timeline_apply(struct meta_conn *w,
 	    const struct meta_timeline_row *r, int sign, char **cause);
 
 /* store_timeline over the embedded metadata (see store.h). */
-int	meta_timeline_query(struct meta_sqlite *, const struct store_query *q,
-	    struct store_timeline *tl, char **cause);
+int	meta_timeline_query(struct meta_pool *readers,
+	    const struct store_query *q, struct store_timeline *tl,
+	    char **cause);
 
 #endif

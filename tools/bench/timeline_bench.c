@@ -242,7 +242,7 @@ tb_row(struct meta_sqlite *ms, sqlite3 *db, const char *wname,
 		memset(tl.value, 0, tl.n * sizeof *tl.value);
 		memset(tl.profiles, 0, tl.n * sizeof *tl.profiles);
 		t = tb_now();
-		if (meta_timeline_query(ms, &q, &tl, &cause) != 0) {
+		if (meta_timeline_query(meta_sqlite_readers(ms), &q, &tl, &cause) != 0) {
 			fprintf(stderr, "timeline_bench: %s\n", cause);
 			return -1;
 		}
