@@ -24,6 +24,9 @@ let flame = null, top = null;		/* bodies of /flamegraph|/diff and /top */
 let frames = [];			/* the frames drawn, pre-order */
 let frameOf = new Map();		/* tree node -> its frame in frames */
 let hover = null, selectedFn = null;
+/* The sandwich's tree: the flame graph focused on selectedFn (exact), if
+ * fetched; else the view's own, pruned, tree is used. */
+let lastView = null, sandwich = null, sandwichCtrl = null;
 let curPath = null, kb = false, ptrDown = false;	/* the keyboard cursor */
 let busy = false, loads = 0, loadedKey = null, loadGen = 0, ctrl = null;
 let lastError = '', matches = 0, share = null;
@@ -235,6 +238,8 @@ async function load() {
 			await loadTimeline(sel, sig);
 		} else {
 			const v = viewParams(st1);
+			lastView = v;
+			sandwich = null;
 			const tl = loadTimeline({ ...sel, sample_type: st1 }, sig);
 			const [f, t] = await Promise.all([
 				api(state.mode === 'diff' ? 'diff' : 'flamegraph', v, sig),
@@ -244,6 +249,7 @@ async function load() {
 			flame = f;
 			top = t;
 			renderAll('');
+			loadSandwich();
 			await tl;
 		}
 		await side;
@@ -919,7 +925,7 @@ function renderTop() {
 			selectedFn = r.name;
 			for (const x of tb.querySelectorAll('tr.selected')) x.classList.remove('selected');
 			tr.classList.add('selected');
-			renderSandwich();
+			loadSandwich();
 		});
 		frag.append(tr);
 	}
@@ -968,6 +974,31 @@ function treeList(m, total, unit, depth, budget) {
 	return ul;
 }
 
+const escapeRe = (t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/*
+ * Fetches the flame graph focused on the selected function (pprof's
+ * -focus, anchored), whose callers and callees are exact where the view's
+ * tree may have folded them into "other"; the view's own focus, or a name
+ * past the 256 bytes a pattern may have, keeps the view's tree.
+ */
+async function loadSandwich() {
+	if (sandwichCtrl) sandwichCtrl.abort();
+	sandwichCtrl = null;
+	renderSandwich();
+	if (!selectedFn || !lastView || lastView.focus || (sandwich && sandwich.fn === selectedFn)) return;
+	const fn = selectedFn, q = '^' + escapeRe(fn) + '$';
+	if (q.length > 256) return;
+	const c = sandwichCtrl = new AbortController();
+	try {
+		const { base_labels, base_from, base_to, ...v } = lastView;
+		const f = await api('flamegraph', { ...v, focus: q, max_nodes: 20000 }, c.signal);
+		if (fn !== selectedFn || c !== sandwichCtrl) return;
+		sandwich = { fn, tree: f };
+		renderSandwich();
+	} catch { /* the view's tree stays */ }
+}
+
 function renderSandwich() {
 	const box = $('sandwich');
 	box.textContent = '';
@@ -976,16 +1007,19 @@ function renderSandwich() {
 		box.append(el('p', { class: 'muted' }, 'Pick a function in the top table.'));
 		return;
 	}
-	const occ = occurrences(flame.root, selectedFn);
+	const exact = sandwich && sandwich.fn === selectedFn;
+	const src = exact ? sandwich.tree : flame;
+	const occ = occurrences(src.root, selectedFn);
 	const total = occ.reduce((s, o) => s + o.n.value, 0), u = flame.unit;
-	box.append(el('p', null, el('b', null, selectedFn), el('br'),
-	    `${fmtVal(total, u)} (${pct(total, flame.root.value)} of total) in the flame graph`));
+	box.append(el('p', { 'data-total': String(total), 'data-exact': String(exact) }, el('b', null, selectedFn), el('br'),
+	    `${fmtVal(total, u)} (${pct(total, flame.total)} of total) ` +
+	    (exact ? 'in every stack through it' : 'in the flame graph shown')));
 	if (!occ.length) {
 		box.append(el('p', { class: 'muted' }, 'Not in the flame graph (folded into "other" or hidden).'));
 		return;
 	}
 	box.append(el('button', { type: 'button', onclick: () => {
-		const q = '^' + selectedFn.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$';
+		const q = '^' + escapeRe(selectedFn) + '$';
 		$('search').value = q;
 		set({ search: q }, { replace: true, viewOnly: true });
 	} }, 'Highlight in flame graph'));

@@ -80,6 +80,19 @@ view_tree_clear(struct view_tree *t)
 	memset(t, 0, sizeof *t);
 }
 
+/* The bytes the tree holds (nodes, names, hash tables), about. */
+size_t
+view_tree_bytes(const struct view_tree *t)
+{
+	size_t i, n = t->cap * sizeof *t->nodes +
+	    t->names_cap * sizeof *t->names +
+	    (t->name_slots_n + t->child_slots_n) * sizeof(uint32_t);
+
+	for (i = 0; i < t->nnames; i++)
+		n += strlen(t->names[i]) + 1 + 16;	/* malloc's overhead */
+	return n;
+}
+
 /* The name of node i. */
 const char *
 view_tree_name(const struct view_tree *t, uint32_t i)

@@ -57,6 +57,8 @@ int	view_tree_sample_index(const pprof_profile_t *, const char *name,
  */
 void	view_tree_add(struct view_tree *, const pprof_profile_t *p, int idx,
 	    const struct view_filter *f, int base);
+/* The bytes the tree holds (nodes, names, hash tables), about. */
+size_t	view_tree_bytes(const struct view_tree *);
 /* The name of node i. */
 const char *view_tree_name(const struct view_tree *, uint32_t i);
 

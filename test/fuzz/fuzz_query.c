@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "collector/api/params.h"
+#include "collector/ids.h"
 #include "common/clock.h"
 #include "common/parse.h"
 #include "common/xmalloc.h"
@@ -36,6 +37,25 @@ fuzz_query_labels_ok(const struct label *l, size_t n)
 }
 
 /* Runs every value parser on one raw parameter value. */
+/* params_ids: every id it hands back is a valid one, at most 8 of them. */
+static void
+fuzz_query_ids(const char *v)
+{
+	char	**ids = NULL, *cause = NULL;
+	size_t	  n = 0, i;
+
+	if (params_ids(v, 8, &ids, &n, &cause) == 0) {
+		FUZZ_ASSERT(cause == NULL && n >= 1 && n <= 8);
+		for (i = 0; i < n; i++)
+			FUZZ_ASSERT(ids_valid(ids[i], strlen(ids[i])));
+	} else
+		FUZZ_ASSERT(cause != NULL && n <= 8);
+	for (i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+	free(cause);
+}
+
 static void
 fuzz_query_value(const char *raw)
 {
@@ -79,6 +99,7 @@ fuzz_query_value(const char *raw)
 	(void)params_type_valid(v);
 	(void)params_service_valid(v);
 	(void)params_label_key_valid(v);
+	fuzz_query_ids(v);
 	free(v);
 }
 

@@ -171,6 +171,16 @@ async function main() {
 	});
 	await check('top table: first row data-flat is UI_TOP_FLAT', async () =>
 		first.flat === env.UI_TOP_FLAT || `got ${first.flat}, want ${env.UI_TOP_FLAT}`);
+	await check('a click on a top row shows its callers and callees, from every stack through it (its cum)', async () => {
+		const row = page.locator('#top tbody tr').first();
+		const cum = await row.locator('td[data-cum]').getAttribute('data-cum');
+		await row.locator('td.name button').click();
+		const p = page.locator('#sandwich p[data-exact="true"]');
+		await p.waitFor({ timeout: STEP });
+		const total = await p.getAttribute('data-total');
+		const lists = await page.locator('#sandwich h3').count();
+		return (total === cum && lists === 2) || `sandwich total ${total}, the row's cum ${cum}, ${lists} lists`;
+	});
 
 	// (c) the flame graph is drawn
 	await check('flame graph canvas is drawn (not blank)', async () => {
