@@ -151,8 +151,8 @@ api_timeline_pick(const struct profile_meta *m, const char *name,
 /* Worker: points of a selection by ids, from their own metadata. */
 static int
 api_timeline_by_ids(struct httpjob *job, struct api_timeline_args *ta,
-    struct profile_meta *metas, size_t n, struct store_timeline *tl,
-    int64_t *from, int64_t *to)
+    struct profile_meta *metas, struct store_timeline *tl, int64_t *from,
+    int64_t *to)
 {
 	char *cause = NULL;
 	size_t i, newest = 0;
@@ -178,7 +178,6 @@ api_timeline_by_ids(struct httpjob *job, struct api_timeline_args *ta,
 			newest = i;
 		}
 	}
-	(void)n;
 	if ((tl->sample_type = api_timeline_pick(&metas[newest],
 	    ta->sample_type, &cause)) == NULL)
 		goto bad;
@@ -275,8 +274,7 @@ api_timeline_work(struct httpjob *job)
 			goto out;
 	} else {
 		metas = xcalloc(ta->nids, sizeof *metas);
-		if (api_timeline_by_ids(job, ta, metas, ta->nids, &tl, &from,
-		    &to) != 0)
+		if (api_timeline_by_ids(job, ta, metas, &tl, &from, &to) != 0)
 			goto out;
 	}
 	points = json_array();
