@@ -728,6 +728,10 @@ pprof_summarize_totals(const pprof_profile_t *p, struct pprof_summary *sum)
 	uint64_t	 t;
 	long long	 k = -1;
 
+	if (p->n_sample_type > PPROF_TOTALS_MAX_TYPES) {
+		sum->totals = xstrdup("");
+		return;
+	}
 	sum->totals = xmalloc(len);
 	sum->totals[0] = '\0';
 	for (i = 0; i < p->n_sample_type; i++) {

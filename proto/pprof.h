@@ -61,6 +61,9 @@ void		 pprof_free(pprof_profile_t *, ProtobufCAllocator *alloc);
  */
 int	pprof_validate(const pprof_profile_t *, char **cause);
 
+/* The most sample types a profile's totals are kept for. */
+#define PPROF_TOTALS_MAX_TYPES	16
+
 /* What profd records about an uploaded profile. */
 struct pprof_summary {
 	int64_t	 samples;	/* number of Sample messages */
@@ -69,6 +72,9 @@ struct pprof_summary {
 	 * The sum of each sample type's values over all samples, in
 	 * sample_types' order, then ";K" if default_sample_type names type
 	 * K: "12,120000000" or "3,96,1,32;3". Sums wrap as Go's int64 do.
+	 * "" for a profile of more than PPROF_TOTALS_MAX_TYPES sample types
+	 * (real ones have up to 8; a tiny gzipped upload can name 20,000,
+	 * which timelines would store once per type and label).
 	 */
 	char	*totals;
 	int64_t	 time_nanos;

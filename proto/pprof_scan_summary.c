@@ -57,6 +57,10 @@ pprof_scan_summary_totals(struct pprof_summary *sum, size_t n_types,
 	long long	 k = -1;
 	char		*w;
 
+	if (n_types > PPROF_TOTALS_MAX_TYPES) {
+		sum->totals = xstrdup("");
+		return;
+	}
 	len += n_types * 21;
 	w = sum->totals = xmalloc(len);
 	*w = '\0';

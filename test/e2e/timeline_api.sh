@@ -182,6 +182,31 @@ done
 api "/api/0/timeline?ids=0000000000000000000v" "${R[@]}" >/dev/null
 is "$HTTP_CODE" 404 "ids of no stored profile: 404"
 
+# A tiny upload naming 20,000 sample types (74 KB gzipped) is stored,
+# but its totals are not kept (more than 16 types): before that cap it
+# wrote 80,000 timeline rows with three labels.
+python3 - "$T_TMP/many.pb.gz" <<'PY'
+import gzip, sys
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7f, n >> 7
+        if not n:
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+def field(num, wt, v):
+    return varint(num << 3 | wt) + (varint(len(v)) + v if wt == 2 else varint(v))
+n = 20000
+msg = b"".join(field(1, 2, field(1, 0, 2 + i) + field(2, 0, 1)) for i in range(n))
+msg += b"".join(field(6, 2, s) for s in [b"", b"u"] + [b"t%d" % i for i in range(n)])
+open(sys.argv[1], "wb").write(gzip.compress(msg))
+PY
+upload "$T_TMP/many.pb.gz" "service=many&type=cpu&labels=a=1,b=2,c=3" "${W[@]}" >/dev/null
+is "$HTTP_CODE" 200 "20,000 sample types in $(wc -c <"$T_TMP/many.pb.gz") bytes: stored"
+is "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM timeline WHERE service = 'many'")/$(sqlite3 "$PROFD_DIR/meta.db" "SELECT totals FROM profiles WHERE service = 'many'")" \
+    "0/" "... with empty totals and no timeline rows"
+is "$(tl "service=many&type=cpu&$WIN&sample_type=t7")" "0 0 0" "... and its timeline is empty"
+
 # Auth: none refused, the reader's token taken.
 api "/api/0/timeline?service=cpuburn&type=cpu&$WIN" >/dev/null
 is "$HTTP_CODE" 401 "no token: 401"
