@@ -25,20 +25,8 @@
 #include "storage/meta_timeline.h"
 
 #define META_TIMELINE_MINUTE	60000000000LL	/* ns */
-#define META_TIMELINE_SECOND	1000000000LL
 /* Rows without totals counted for the answer, at most. */
 #define META_TIMELINE_PENDING_CAP	"10000000"
-
-/* a / b rounded down (b > 0). */
-static int64_t
-meta_timeline_floordiv(int64_t a, int64_t b)
-{
-	int64_t	q = a / b;
-
-	if (a % b != 0 && a < 0)
-		q--;
-	return q;
-}
 
 /* Length of the token of s up to one of the stop characters. */
 static size_t
@@ -103,7 +91,7 @@ meta_timeline_apply(struct meta_conn *w, const struct meta_timeline_row *r,
 	meta_timeline_counts(r->sample_types, r->totals, &nt, &nv);
 	if (nt == 0 || nt != nv)
 		return 0;
-	minute = meta_timeline_floordiv(r->created_at, META_TIMELINE_MINUTE);
+	minute = store_timeline_bucket(r->created_at, 60);
 	st = r->sample_types;
 	tv = r->totals;
 	for (;;) {
@@ -126,11 +114,11 @@ meta_timeline_apply(struct meta_conn *w, const struct meta_timeline_row *r,
 	return 0;
 }
 
-/* Adds v (of one profile, or of a minute row's n) at second t. */
+/* Adds v (of one profile, or of a minute row's n) at time ns. */
 static void
-meta_timeline_add(struct store_timeline *tl, int64_t t, int64_t v, int64_t n)
+meta_timeline_add(struct store_timeline *tl, int64_t ns, int64_t v, int64_t n)
 {
-	int64_t	i = meta_timeline_floordiv(t, tl->step) - tl->b0;
+	int64_t	i = store_timeline_bucket(ns, tl->step) - tl->b0;
 
 	if (i < 0 || (uint64_t)i >= tl->n)
 		return;
@@ -162,7 +150,8 @@ meta_timeline_minutes(struct meta_conn *c, const struct store_query *q,
 		if (count != NULL)
 			*count += sqlite3_column_int64(s, 2);
 		else
-			meta_timeline_add(tl, sqlite3_column_int64(s, 0) * 60,
+			meta_timeline_add(tl, sqlite3_column_int64(s, 0) *
+			    META_TIMELINE_MINUTE,
 			    sqlite3_column_int64(s, 1),
 			    sqlite3_column_int64(s, 2));
 	}
@@ -229,9 +218,8 @@ meta_timeline_rows(struct meta_conn *c, const struct store_query *q,
 		if (store_totals_value((const char *)sqlite3_column_text(s,
 		    1), (const char *)sqlite3_column_text(s, 2),
 		    tl->sample_type, &v))
-			meta_timeline_add(tl, meta_timeline_floordiv(
-			    sqlite3_column_int64(s, 0), META_TIMELINE_SECOND),
-			    v, 1);
+			meta_timeline_add(tl, sqlite3_column_int64(s, 0), v,
+			    1);
 	}
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)
@@ -334,9 +322,8 @@ meta_timeline_query(struct meta_pool *readers, const struct store_query *q,
 		return -1;
 	ids = xcalloc(q->nlabels + 1, sizeof *ids);
 	/* The full minutes inside [from, to]. */
-	lo = -meta_timeline_floordiv(-q->from, META_TIMELINE_MINUTE);
-	hi = meta_timeline_floordiv(q->to - (META_TIMELINE_MINUTE - 1),
-	    META_TIMELINE_MINUTE);
+	lo = store_timeline_bucket(q->from - 1, 60) + 1;
+	hi = store_timeline_bucket(q->to + 1, 60) - 1;
 	if (q->from > q->to)
 		goto done;
 	if ((rc = meta_timeline_labels(c, q, lo, hi, tl, ids, cause)) != 0) {

@@ -60,6 +60,16 @@ store_list(struct store *st, const struct store_query *q,
 	return st->ops->list(st->be, q, out, n, cause);
 }
 
+/* The timeline bucket of time ns: its whole seconds over step, rounded
+ * down (also below the epoch). */
+int64_t
+store_timeline_bucket(int64_t ns, int64_t step)
+{
+	int64_t	sec = ns / 1000000000 - (ns % 1000000000 < 0);
+
+	return sec / step - (sec % step < 0);
+}
+
 /* Sums a sample type per time bucket from metadata alone. */
 int
 store_timeline(struct store *st, const struct store_query *q,

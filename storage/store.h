@@ -117,6 +117,9 @@ int	store_put(struct store *, const struct profile_meta *m,
 int	store_list(struct store *, const struct store_query *q,
 	    struct profile_meta **out, size_t *n, char **cause);
 
+/* The timeline bucket of time ns (ns since the epoch) for step seconds. */
+int64_t	store_timeline_bucket(int64_t ns, int64_t step);
+
 /* Fills tl (see struct store_timeline) for the profiles matching q. */
 int	store_timeline(struct store *, const struct store_query *q,
 	    struct store_timeline *tl, char **cause);

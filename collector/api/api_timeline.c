@@ -56,17 +56,6 @@ api_timeline_args_free(void *arg)
 	free(ta);
 }
 
-/* a / b rounded down (b > 0). */
-static int64_t
-api_timeline_floordiv(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-
-	if (a % b != 0 && a < 0)
-		q--;
-	return q;
-}
-
 /* The round step (seconds) giving about API_TIMELINE_BUCKETS buckets. */
 static int64_t
 api_timeline_auto_step(int64_t from, int64_t to)
@@ -90,10 +79,8 @@ api_timeline_grid(int64_t from, int64_t to, int64_t step, int64_t *b0,
 {
 	int64_t b1;
 
-	*b0 = api_timeline_floordiv(api_timeline_floordiv(from,
-	    API_TIMELINE_SECOND), step);
-	b1 = api_timeline_floordiv(api_timeline_floordiv(to,
-	    API_TIMELINE_SECOND), step);
+	*b0 = store_timeline_bucket(from, step);
+	b1 = store_timeline_bucket(to, step);
 	if (b1 < *b0)
 		b1 = *b0;
 	if (b1 - *b0 >= API_TIMELINE_MAX_POINTS)
@@ -195,8 +182,7 @@ api_timeline_by_ids(struct httpjob *job, struct api_timeline_args *ta,
 		if (!store_totals_value(metas[i].sample_types,
 		    metas[i].totals, tl->sample_type, &v))
 			continue;
-		idx = api_timeline_floordiv(api_timeline_floordiv(
-		    metas[i].created_at, API_TIMELINE_SECOND), tl->step) -
+		idx = store_timeline_bucket(metas[i].created_at, tl->step) -
 		    tl->b0;
 		tl->value[idx] = (int64_t)((uint64_t)tl->value[idx] +
 		    (uint64_t)v);

@@ -191,7 +191,8 @@ tb_baseline(sqlite3 *db, const struct store_query *q, struct store_timeline *tl)
 		    (const char *)sqlite3_column_text(s, 2), tl->sample_type,
 		    &v))
 			continue;
-		idx = sqlite3_column_int64(s, 0) / TB_SEC / tl->step - tl->b0;
+		idx = store_timeline_bucket(sqlite3_column_int64(s, 0),
+		    tl->step) - tl->b0;
 		if (idx >= 0 && (size_t)idx < tl->n) {
 			tl->value[idx] += v;
 			tl->profiles[idx]++;
@@ -234,8 +235,8 @@ tb_row(struct meta_sqlite *ms, sqlite3 *db, const char *wname,
 	q.nlabels = nl;
 	tl.sample_type = "cpu/nanoseconds";
 	tl.step = tb_step(q.from, q.to);
-	tl.b0 = q.from / TB_SEC / tl.step;
-	tl.n = (size_t)(q.to / TB_SEC / tl.step - tl.b0 + 1);
+	tl.b0 = store_timeline_bucket(q.from, tl.step);
+	tl.n = (size_t)(store_timeline_bucket(q.to, tl.step) - tl.b0 + 1);
 	tl.value = xcalloc(tl.n, sizeof *tl.value);
 	tl.profiles = xcalloc(tl.n, sizeof *tl.profiles);
 	for (r = 0; r < runs; r++) {
