@@ -1,5 +1,5 @@
 # Helpers the merge tests share for reading profiles with go tool pprof.
-# Sourced by test/e2e/merge_vs_pprof.sh and test/e2e/merge_api.sh.
+# Sourced by the merge, views and timeline tests.
 
 # top INDEX FILE...: the total, then sorted "flat cum name" rows of
 # pprof -top for one sample index.
@@ -11,6 +11,13 @@ top() {
 		sub(/.* of /, ""); print "total", $0 }
 	    f { flat=$1; cum=$4; $1=$2=$3=$4=$5=""; sub(/^ +/, "");
 		print flat, cum, $0 } /^ *flat +flat%/ { f=1 }' | LC_ALL=C sort
+}
+
+# names_of FILE: the sample type names, in order (pprof -raw's header).
+names_of() {
+	go tool pprof -raw "$1" 2>/dev/null |
+	    awk '/^Samples:/ { getline; for (i = 1; i <= NF; i++) {
+		sub(/\/.*/, "", $i); print $i }; exit }'
 }
 
 # ntypes FILE: number of sample types (pprof -raw's line after "Samples:").

@@ -41,13 +41,6 @@ ptotal() {
 	top "$@" | sed -n 's/^total \([0-9]*\).*/\1/p'
 }
 
-# names_of FILE: the sample type names, in order (pprof -raw's header).
-names_of() {
-	go tool pprof -raw "$1" 2>/dev/null |
-	    awk '/^Samples:/ { getline; for (i = 1; i <= NF; i++) {
-		sub(/\/.*/, "", $i); print $i }; exit }'
-}
-
 # tl QUERY: the timeline's "total profiles sum-of-points" (or the code).
 tl() {
 	api "/api/0/timeline?$1" "${R[@]}" >"$T_TMP/tl.json"

@@ -36,13 +36,6 @@ put() {
 	is "$bad" 0 "$svc $type: $# uploads"
 }
 
-# names_of FILE: the sample type names, in order (pprof -raw's header).
-names_of() {
-	go tool pprof -raw "$1" 2>/dev/null |
-	    awk '/^Samples:/ { getline; for (i = 1; i <= NF; i++) {
-		sub(/\/.*/, "", $i); print $i }; exit }'
-}
-
 # check_kind LABEL SERVICE TYPE FILE...: every sample type of the files.
 check_kind() {
 	local label=$1 svc=$2 type=$3 i name total ptotal
