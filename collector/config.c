@@ -34,6 +34,9 @@ static const struct config_option config_options[] = {
 	    "delete profiles older than this (default 7d; 0 keeps forever)" },
 	{ "retention-interval", CONFIG_DURATION, OFF(retention_interval_ns),
 	    1, 0, NULL },
+	{ "rollup-delay", CONFIG_DURATION, OFF(rollup_delay_ns), 0, 0,
+	    "compact profiles into rollups once their minute ended this long "
+	    "ago (default 2m; 0: no rollups)" },
 	{ "max-future", CONFIG_DURATION, OFF(max_future_ns), 0, 0,
 	    "refuse profiles dated further ahead than this (default 1h)" },
 	{ "workers", CONFIG_INT, OFF(workers), 1, 256,
@@ -87,6 +90,7 @@ config_defaults(struct config *c)
 	c->data_dir = xstrdup("./data");
 	c->retention_ns = INT64_C(7) * 86400 * 1000000000;
 	c->retention_interval_ns = INT64_C(60) * 1000000000;
+	c->rollup_delay_ns = INT64_C(120) * 1000000000;
 	c->max_future_ns = INT64_C(3600) * 1000000000;
 	c->workers = cores > 0 ? cores : 2;
 	c->max_queue = 1024;

@@ -14,6 +14,8 @@ struct config {
 	char		*data_dir;
 	int64_t		 retention_ns;		/* 0: keep forever */
 	int64_t		 retention_interval_ns;	/* between sweeps */
+	int64_t		 rollup_delay_ns;	/* compact buckets this old;
+						   0: no compaction */
 	int64_t		 max_future_ns;		/* refuse later profiles */
 	int64_t		 workers;
 	int64_t		 max_queue;

@@ -20,6 +20,7 @@
 #include "collector/metrics.h"
 #include "common/clock.h"
 #include "common/xmalloc.h"
+#include "storage/store.h"
 
 #define METRICS_NPENDING	1024	/* hash buckets, a power of two */
 #define METRICS_MIN_CODE	100
@@ -89,6 +90,16 @@ struct metrics {
 	_Atomic uint64_t	 retention_failures;
 	_Atomic int64_t		 retention_last_ns;	/* wall clock */
 	_Atomic int64_t		 retention_last_duration_ns;
+	/* Compaction (collector/compact.c) and the store's rollups. */
+	_Atomic uint64_t	 compactions;
+	_Atomic uint64_t	 compaction_failures;
+	_Atomic uint64_t	 rollups_built;
+	_Atomic int64_t		 compaction_last_ns;	/* duration */
+	_Atomic int		 rollups_known;
+	_Atomic int64_t		 rollups[STORE_ROLLUP_LEVELS];
+	_Atomic int64_t		 rollup_bytes;
+	_Atomic int64_t		 rollup_oldest_fresh;	/* ns, 0: none */
+	_Atomic int64_t		 rollup_todo;
 };
 
 /* A new, zeroed set of metrics. */
@@ -286,6 +297,34 @@ metrics_merge_skipped(struct metrics *m, uint64_t deleted, uint64_t damaged)
 	atomic_fetch_add(&m->merge_damaged, damaged);
 }
 
+/* Records a compaction job: a bucket compacted (rollups rows) or failed. */
+void
+metrics_compaction(struct metrics *m, int failed, size_t rollups,
+    int64_t took_ns)
+{
+	if (failed) {
+		atomic_fetch_add(&m->compaction_failures, 1);
+		return;
+	}
+	atomic_fetch_add(&m->compactions, 1);
+	atomic_fetch_add(&m->rollups_built, rollups);
+	atomic_store(&m->compaction_last_ns, took_ns);
+}
+
+/* Keeps the store's rollup figures for the next render. */
+void
+metrics_set_rollups(struct metrics *m, const struct store_rollup_stats *st)
+{
+	int	i;
+
+	for (i = 0; i < STORE_ROLLUP_LEVELS; i++)
+		atomic_store(&m->rollups[i], st->rollups[i]);
+	atomic_store(&m->rollup_bytes, st->bytes);
+	atomic_store(&m->rollup_oldest_fresh, st->oldest_fresh);
+	atomic_store(&m->rollup_todo, st->todo);
+	atomic_store(&m->rollups_known, 1);
+}
+
 /* Counts profiles deleted by retention. */
 void
 metrics_retention_deleted(struct metrics *m, uint64_t n)
@@ -338,6 +377,53 @@ metrics_hist_write(FILE *f, const char *name, const char *label,
 		fprintf(f, "%s_count %llu\n", name,
 		    (unsigned long long)h->count);
 	}
+}
+
+/* The rollup and compaction lines. */
+static void
+metrics_render_rollups(struct metrics *m, FILE *f)
+{
+	static const char *const level[STORE_ROLLUP_LEVELS] = { "minute",
+	    "hour", "day" };
+	int64_t	oldest;
+	int	i;
+
+	metrics_head(f, "profd_compactions_total", "counter",
+	    "Buckets compacted into rollups.");
+	fprintf(f, "profd_compactions_total %llu\n",
+	    (unsigned long long)atomic_load(&m->compactions));
+	metrics_head(f, "profd_compaction_failures_total", "counter",
+	    "Compaction jobs that failed (retried later).");
+	fprintf(f, "profd_compaction_failures_total %llu\n",
+	    (unsigned long long)atomic_load(&m->compaction_failures));
+	metrics_head(f, "profd_rollups_built_total", "counter",
+	    "Rollups written by compaction.");
+	fprintf(f, "profd_rollups_built_total %llu\n",
+	    (unsigned long long)atomic_load(&m->rollups_built));
+	metrics_head(f, "profd_compaction_last_duration_seconds", "gauge",
+	    "How long the last compacted bucket took.");
+	fprintf(f, "profd_compaction_last_duration_seconds %.6f\n",
+	    atomic_load(&m->compaction_last_ns) / 1e9);
+	if (!atomic_load(&m->rollups_known))
+		return;
+	metrics_head(f, "profd_rollups", "gauge",
+	    "Rollups stored, by bucket size.");
+	for (i = 0; i < STORE_ROLLUP_LEVELS; i++)
+		fprintf(f, "profd_rollups{level=\"%s\"} %lld\n", level[i],
+		    (long long)atomic_load(&m->rollups[i]));
+	metrics_head(f, "profd_rollup_bytes", "gauge",
+	    "Bytes of the rollups' blobs.");
+	fprintf(f, "profd_rollup_bytes %lld\n",
+	    (long long)atomic_load(&m->rollup_bytes));
+	metrics_head(f, "profd_rollup_lag_seconds", "gauge",
+	    "Age of the oldest profile not compacted yet (0: none).");
+	oldest = atomic_load(&m->rollup_oldest_fresh);
+	fprintf(f, "profd_rollup_lag_seconds %.3f\n", oldest == 0 ? 0.0 :
+	    (clock_now_ns() - oldest) / 1e9);
+	metrics_head(f, "profd_rollup_buckets_waiting", "gauge",
+	    "Hours and days waiting to be compacted.");
+	fprintf(f, "profd_rollup_buckets_waiting %lld\n",
+	    (long long)atomic_load(&m->rollup_todo));
 }
 
 /* Writes every metric. */
@@ -454,6 +540,7 @@ metrics_render(struct metrics *m, const struct metrics_gauges *g, FILE *f)
 	    "%llu\n", (unsigned long long)atomic_load(&m->merge_deleted));
 	fprintf(f, "profd_merge_inputs_skipped_total{reason=\"damaged\"} "
 	    "%llu\n", (unsigned long long)atomic_load(&m->merge_damaged));
+	metrics_render_rollups(m, f);
 	metrics_head(f, "profd_retention_seconds", "gauge",
 	    "Configured retention; 0 keeps profiles forever.");
 	fprintf(f, "profd_retention_seconds %lld\n",

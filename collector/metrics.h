@@ -87,6 +87,14 @@ void	metrics_request_timeout(struct metrics *, int queued);
 void	metrics_retention_deleted(struct metrics *, uint64_t n);
 
 /* Loop thread: writes every metric in text format 0.0.4. */
+struct store_rollup_stats;
+/* Records a compaction job: a bucket compacted (rollups rows) or failed. */
+void	metrics_compaction(struct metrics *, int failed, size_t rollups,
+	    int64_t took_ns);
+/* Keeps the store's rollup figures for the next render (a worker). */
+void	metrics_set_rollups(struct metrics *,
+	    const struct store_rollup_stats *);
+
 void	metrics_render(struct metrics *, const struct metrics_gauges *,
 	    FILE *out);
 /* The same into a new string (*len: OUT its length). */

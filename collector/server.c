@@ -23,6 +23,7 @@
 #include <event2/thread.h>
 
 #include "collector/backfill.h"
+#include "collector/compact.h"
 #include "collector/config.h"
 #include "collector/http/conns.h"
 #include "collector/http/httpjob.h"
@@ -98,6 +99,7 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 	srv->env.stopping = 1;
 	retention_stop(srv->retention);
 	backfill_stop(srv->backfill);
+	compact_stop(srv->compact);
 	if (srv->sock != NULL) {
 		conns_set_listener(srv->env.conns, NULL);
 		evhttp_del_accept_socket(srv->http, srv->sock);
@@ -395,6 +397,10 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	    env->metrics, cfg->retention_ns, cfg->retention_interval_ns);
 	srv->backfill = backfill_new(env->base, env->pool, env->store,
 	    (size_t)cfg->max_inflated);
+	if (cfg->rollup_delay_ns > 0)
+		srv->compact = compact_new(env->base, env->merge_pool,
+		    env->merge_budget, env->store, env->metrics,
+		    cfg->rollup_delay_ns, (size_t)cfg->max_inflated);
 	server_notify_start(srv);
 	return 0;
 }
@@ -426,12 +432,14 @@ server_free(struct server *srv)
 
 	retention_stop(srv->retention);
 	backfill_stop(srv->backfill);
+	compact_stop(srv->compact);
 	if (env->pool != NULL)
 		pool_free(env->pool);	/* runs last done()s: replies */
 	if (env->merge_pool != NULL)
 		pool_free(env->merge_pool);
 	retention_free(srv->retention);
 	backfill_free(srv->backfill);
+	compact_free(srv->compact);
 	if (env->io_pool != NULL)
 		pool_free(env->io_pool);
 	if (env->ops_pool != NULL)

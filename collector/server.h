@@ -16,6 +16,7 @@ struct evhttp;
 struct evhttp_bound_socket;
 struct event;
 struct backfill;
+struct compact;
 struct retention;
 struct router;
 
@@ -27,6 +28,7 @@ struct server {
 	struct router			*router;
 	struct retention		*retention;
 	struct backfill			*backfill;
+	struct compact			*compact;
 	struct event			*sig_term;
 	struct event			*sig_int;
 	struct event			*sig_hup;

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,6 +29,7 @@
 #include "storage/blobmeta.h"
 #include "storage/blobs.h"
 #include "storage/meta_rebuild.h"
+#include "storage/meta_rollup.h"
 #include "storage/meta_sqlite.h"
 #include "storage/meta_timeline.h"
 #include "storage/recover.h"
@@ -35,6 +38,10 @@
 struct embedded {
 	struct meta_sqlite	*meta;
 	struct blobs		*blobs;
+	struct blobs		*rollups;	/* DATA_DIR/rollups */
+	pthread_mutex_t		 mu;		/* guards the fields below */
+	int64_t			 next_rid;
+	struct store_rollup_stats rst;		/* rows and bytes */
 };
 
 /* Closes the backend. */
@@ -47,6 +54,8 @@ embedded_close(void *be)
 		return;
 	meta_sqlite_close(e->meta);
 	blobs_close(e->blobs);
+	blobs_close(e->rollups);
+	pthread_mutex_destroy(&e->mu);
 	free(e);
 }
 
@@ -96,6 +105,110 @@ embedded_check(void *arg, char **cause)
 	return blobs_check(eb->fd, eb->id, cause);
 }
 
+/* Names of the blobs under rollups/ (a scan at open). */
+struct embedded_names {
+	char	*v;		/* records of STORE_ID_LEN bytes, sorted */
+	size_t	 n, cap;
+};
+
+/* blobs_scan callback: collects rollup blob names, removes temp files. */
+static int
+embedded_names_cb(enum blobs_entry kind, const char *name, const char *path,
+    void *arg)
+{
+	struct embedded_names	*nm = arg;
+
+	if (kind == BLOBS_ENTRY_TEMP) {
+		if (unlink(path) == -1)
+			log_warn("%s: unlink %s: %s", __func__, path,
+			    strerror(errno));
+		return 0;
+	}
+	if (kind != BLOBS_ENTRY_BLOB || strlen(name) != STORE_ID_LEN)
+		return 0;
+	if (nm->n == nm->cap) {
+		nm->cap = nm->cap ? nm->cap * 2 : 256;
+		nm->v = xreallocarray(nm->v, nm->cap, STORE_ID_LEN);
+	}
+	memcpy(nm->v + nm->n * STORE_ID_LEN, name, STORE_ID_LEN);
+	nm->n++;
+	return 0;
+}
+
+/* qsort/bsearch: name records. */
+static int
+embedded_names_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, STORE_ID_LEN);
+}
+
+/* meta_rollup_recover's test: is there a blob of this name? */
+static int
+embedded_names_has(void *arg, const char *name)
+{
+	struct embedded_names	*nm = arg;
+
+	return bsearch(name, nm->v, nm->n, STORE_ID_LEN,
+	    embedded_names_cmp) != NULL;
+}
+
+/* qsort/bsearch: int64. */
+static int
+embedded_cmp_i64(const void *a, const void *b)
+{
+	int64_t	x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Checks rollups against their blobs at open: rows whose blob is missing
+ * are dropped with their bucket (merges read its parts), blobs without a
+ * row (a compaction cut short) are removed.
+ */
+static int
+embedded_rollup_recover(struct embedded *e, char **cause)
+{
+	struct embedded_names	 nm = { NULL, 0, 0 };
+	int64_t			*rids = NULL, rid, maxrid = 0;
+	size_t			 nrids = 0, dropped = 0, removed = 0, i;
+	char			 name[STORE_ID_LEN + 1], *why = NULL;
+	int			 ret = -1;
+
+	if (blobs_scan(e->rollups, embedded_names_cb, &nm, cause) == -1)
+		goto out;
+	qsort(nm.v, nm.n, STORE_ID_LEN, embedded_names_cmp);
+	if (meta_rollup_recover(e->meta, embedded_names_has, &nm, &rids,
+	    &nrids, &maxrid, &e->rst, &dropped, cause) == -1)
+		goto out;
+	for (i = 0; i < nm.n; i++) {
+		memcpy(name, nm.v + i * STORE_ID_LEN, STORE_ID_LEN);
+		name[STORE_ID_LEN] = '\0';
+		rid = meta_rollup_rid(name);
+		if (rid > 0 && bsearch(&rid, rids, nrids, sizeof *rids,
+		    embedded_cmp_i64) != NULL)
+			continue;
+		if (rid > maxrid)
+			maxrid = rid;
+		if (blobs_remove(e->rollups, name, 0, &why) == -1) {
+			log_warn("%s: %s", __func__, why);
+			free(why);
+			why = NULL;
+		} else
+			removed++;
+	}
+	e->next_rid = maxrid + 1;
+	if (dropped > 0 || removed > 0)
+		log_warn("%s: dropped %zu rollups whose blob is missing, "
+		    "removed %zu rollup blobs without a row", __func__, dropped,
+		    removed);
+	ret = 0;
+out:
+	free(nm.v);
+	free(rids);
+	return ret;
+}
+
 /* Opens data_dir (creating it), then runs the consistency check. */
 static void *
 embedded_open(const char *data_dir, size_t orphan_limit,
@@ -109,8 +222,15 @@ embedded_open(const char *data_dir, size_t orphan_limit,
 	if (embedded_mkdirs(data_dir, cause) == -1)
 		return NULL;
 	e = xcalloc(1, sizeof *e);
+	pthread_mutex_init(&e->mu, NULL);
 	if ((e->blobs = blobs_open(data_dir, cause)) == NULL ||
 	    blobs_lock(e->blobs, cause) == -1)
+		goto fail;
+	path = xasprintf("%s/rollups", data_dir);
+	if (embedded_mkdirs(path, cause) == 0)
+		e->rollups = blobs_open_dir(path, cause);
+	free(path);
+	if (e->rollups == NULL)
 		goto fail;
 	path = xasprintf("%s/meta.db", data_dir);
 	if (stat(path, &sb) == -1 && errno == ENOENT &&
@@ -123,7 +243,7 @@ embedded_open(const char *data_dir, size_t orphan_limit,
 	if (e->meta == NULL)
 		goto fail;
 	if (recover_run(e->meta, e->blobs, data_dir, orphan_limit, &r,
-	    cause) == -1)
+	    cause) == -1 || embedded_rollup_recover(e, cause) == -1)
 		goto fail;
 	meta_sqlite_set_barrier(e->meta, embedded_barrier, e->blobs);
 	if (r.orphan_blobs_removed || r.orphan_blobs_moved ||
@@ -251,6 +371,8 @@ embedded_read_blob(void *be, const char *id, uint8_t **buf, size_t *len,
 {
 	struct embedded	*e = be;
 
+	if (meta_rollup_rid(id) > 0)
+		return blobs_read(e->rollups, id, buf, len, cause);
 	return blobs_read(e->blobs, id, buf, len, cause);
 }
 
@@ -273,6 +395,37 @@ embedded_labels(void *be, const char *service, const char *key,
 	return meta_query_labels(e->meta, service, key, out, n, cause);
 }
 
+/* Retention of rollups: every row of buckets before cutoff, in batches. */
+static int
+embedded_rollup_delete_before(struct embedded *e, int64_t cutoff,
+    size_t batch, char **cause)
+{
+	char	**names = NULL, *why = NULL;
+	size_t	  nnames = 0, n = 0, i;
+	int64_t	  bytes = 0, rows[STORE_ROLLUP_LEVELS];
+
+	do {
+		memset(rows, 0, sizeof rows);
+		if (meta_rollup_delete_before(e->meta, cutoff, batch, &names,
+		    &nnames, &bytes, rows, &n, cause) == -1)
+			return -1;
+		for (i = 0; i < nnames; i++) {
+			if (blobs_remove(e->rollups, names[i], 0, &why) == -1) {
+				log_warn("%s: %s", __func__, why);
+				free(why);
+				why = NULL;
+			}
+		}
+		store_strings_free(names, nnames);
+		pthread_mutex_lock(&e->mu);
+		e->rst.bytes -= bytes;
+		for (i = 0; i < STORE_ROLLUP_LEVELS; i++)
+			e->rst.rollups[i] -= rows[i];
+		pthread_mutex_unlock(&e->mu);
+	} while (n == batch && batch > 0);
+	return 0;
+}
+
 /* Rows first (committed), then blobs; a blob left over is an orphan. */
 static int
 embedded_delete_before(void *be, int64_t cutoff, size_t batch,
@@ -283,7 +436,9 @@ embedded_delete_before(void *be, int64_t cutoff, size_t batch,
 	size_t		  n = 0, i;
 
 	*deleted = 0;
-	if (meta_maint_delete_before(e->meta, cutoff, batch, &ids, &n,
+	/* Rollups first: one left over would count what was deleted. */
+	if (embedded_rollup_delete_before(e, cutoff, batch, cause) == -1 ||
+	    meta_maint_delete_before(e->meta, cutoff, batch, &ids, &n,
 	    cause) == -1)
 		return -1;
 	for (i = 0; i < n; i++) {
@@ -308,6 +463,139 @@ embedded_totals(void *be, int64_t *profiles, int64_t *bytes, char **cause)
 	return meta_sqlite_totals(e->meta, profiles, bytes, cause);
 }
 
+/* The pieces of a time-window merge. */
+static int
+embedded_plan(void *be, const struct store_query *q, struct store_plan *out,
+    char **cause)
+{
+	struct embedded	*e = be;
+
+	return meta_plan_query(meta_sqlite_readers(e->meta), q, out, cause);
+}
+
+/* The next compaction. */
+static int
+embedded_compact_next(void *be, int64_t now_ns, int64_t delay_ns,
+    struct store_compaction **out, char **cause)
+{
+	struct embedded	*e = be;
+
+	return meta_rollup_next(e->meta, now_ns, delay_ns, out, cause);
+}
+
+/* Removes the blobs of c's first n rollups (after a failed commit). */
+static void
+embedded_compact_unwrite(struct embedded *e, struct store_compaction *c,
+    size_t n)
+{
+	char	name[STORE_ID_LEN + 1], *why = NULL;
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (c->r[i].refs)
+			continue;
+		meta_rollup_name(c->r[i].rid, name);
+		if (blobs_remove(e->rollups, name, 0, &why) == -1) {
+			log_warn("%s: %s", __func__, why);
+			free(why);
+			why = NULL;
+		}
+	}
+}
+
+/* Blobs first (durable), then the rows in one transaction. */
+static int
+embedded_compact_commit(void *be, struct store_compaction *c, char **cause)
+{
+	struct embedded		*e = be;
+	struct profile_meta	 m;
+	char			 name[STORE_ID_LEN + 1];
+	uint8_t			*meta;
+	size_t			 meta_len, i, n = 0;
+	int64_t			 bytes = 0;
+	int			 rc;
+	int			*fds = xcalloc(c->n + 1, sizeof *fds), ret = -1;
+
+	for (i = 0; i < c->n; i++)
+		fds[i] = -1;
+	pthread_mutex_lock(&e->mu);
+	for (i = 0; i < c->n; i++)
+		c->r[i].rid = e->next_rid++;
+	pthread_mutex_unlock(&e->mu);
+	for (n = 0; n < c->n; n++) {
+		if (c->r[n].refs)
+			continue;
+		if (c->r[n].bytes == NULL) {
+			xcause(cause, "rollup %zu of %zu: not merged", n, c->n);
+			goto fail;
+		}
+		meta_rollup_name(c->r[n].rid, name);
+		memset(&m, 0, sizeof m);
+		snprintf(m.id, sizeof m.id, "%s", name);
+		m.service = c->service;
+		m.type = c->type;
+		m.created_at = c->bucket * INT64_C(1000000000);
+		m.size = (int64_t)c->r[n].len;
+		m.samples = c->r[n].profiles;
+		m.sample_types = c->r[n].sample_types;
+		m.duration_ns = store_rollup_step[c->level] *
+		    INT64_C(1000000000);
+		blobmeta_encode(&m, &meta, &meta_len);
+		rc = blobs_create(e->rollups, name, meta, meta_len,
+		    c->r[n].bytes, c->r[n].len, &fds[n], cause);
+		free(meta);
+		if (rc != 0)
+			goto fail;
+		bytes += (int64_t)c->r[n].len;
+	}
+	if (blobs_sync(e->rollups, cause) == -1)
+		goto fail;
+	for (i = 0; i < c->n; i++) {
+		meta_rollup_name(c->r[i].rid, name);
+		if (fds[i] >= 0 && blobs_check(fds[i], name, cause) == -1)
+			goto fail;
+	}
+	if (meta_rollup_commit(e->meta, c, cause) == -1)
+		goto fail;
+	pthread_mutex_lock(&e->mu);
+	e->rst.rollups[c->level] += (int64_t)c->n;
+	e->rst.bytes += bytes;
+	pthread_mutex_unlock(&e->mu);
+	ret = 0;
+	goto out;
+fail:
+	embedded_compact_unwrite(e, c, n);
+out:
+	for (i = 0; i < c->n; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	free(fds);
+	return ret;
+}
+
+/* Gives a compaction up. */
+static int
+embedded_compact_abandon(void *be, struct store_compaction *c,
+    char **cause)
+{
+	struct embedded	*e = be;
+
+	return meta_rollup_abandon(e->meta, c, cause);
+}
+
+/* Rollup figures: rows and bytes kept here, the queue read. */
+static int
+embedded_rollup_stats(void *be, struct store_rollup_stats *st, char **cause)
+{
+	struct embedded	*e = be;
+
+	pthread_mutex_lock(&e->mu);
+	*st = e->rst;
+	pthread_mutex_unlock(&e->mu);
+	return meta_rollup_queue(e->meta, st, cause);
+}
+
 const struct store_ops embedded_store_ops = {
 	.name = "embedded",
 	.open = embedded_open,
@@ -323,5 +611,10 @@ const struct store_ops embedded_store_ops = {
 	.labels = embedded_labels,
 	.delete_before = embedded_delete_before,
 	.totals = embedded_totals,
+	.plan = embedded_plan,
+	.compact_next = embedded_compact_next,
+	.compact_commit = embedded_compact_commit,
+	.compact_abandon = embedded_compact_abandon,
+	.rollup_stats = embedded_rollup_stats,
 	.rebuild = meta_rebuild_run,
 };

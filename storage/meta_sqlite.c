@@ -33,10 +33,11 @@
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "storage/meta_sqlite_int.h"
+#include "storage/meta_rollup.h"
 #include "storage/meta_timeline.h"
 
 #define META_WRITER_CACHE_KIB	"65536"
-#define META_SCHEMA_VERSION	2
+#define META_SCHEMA_VERSION	3
 
 /* One row waiting for the group commit. */
 struct meta_put {
@@ -60,7 +61,10 @@ static const char meta_schema[] =
 	" samples INTEGER NOT NULL DEFAULT 0,"
 	" sample_types TEXT NOT NULL DEFAULT '',"
 	" duration_ns INTEGER NOT NULL DEFAULT 0,"
-	" totals TEXT);"		/* NULL: not known yet (backfill) */
+	" totals TEXT,"		/* NULL: not known yet (backfill) */
+	/* -1: in no rollup yet, 1: in its buckets' rollups, 0: late, and
+	   2: never (traces); see meta_rollup.c */
+	" rolled INTEGER NOT NULL DEFAULT -1);"
 	/* service [+ type] + time range, newest first: a reverse walk. */
 	"CREATE INDEX IF NOT EXISTS profiles_service_type_time"
 	" ON profiles (service, type, created_at, id);"
@@ -107,7 +111,8 @@ static const char meta_schema[] =
 	" value INTEGER NOT NULL,"
 	" profiles INTEGER NOT NULL,"
 	" PRIMARY KEY (service, label_id, sample_type, type, minute))"
-	" WITHOUT ROWID;";
+	" WITHOUT ROWID;"
+	META_ROLLUP_SCHEMA;
 
 /* Creates the schema on a new database; checks the version of an old one. */
 static int
@@ -137,9 +142,12 @@ meta_sqlite_schema_init(struct meta_conn *w, char **cause)
 		return -1;
 	snprintf(sql, sizeof sql, "PRAGMA user_version = %d",
 	    META_SCHEMA_VERSION);
-	/* Version 2 added profiles.totals and the timeline. */
+	/* Version 2 added profiles.totals and the timeline, 3 rollups. */
 	if ((version == 1 && meta_conn_exec(w->db, "ALTER TABLE profiles "
 	    "ADD COLUMN totals TEXT", cause, "migrate schema") == -1) ||
+	    ((version == 1 || version == 2) && meta_conn_exec(w->db,
+	    "ALTER TABLE profiles ADD COLUMN rolled INTEGER NOT NULL "
+	    "DEFAULT -1", cause, "migrate schema") == -1) ||
 	    meta_conn_exec(w->db, meta_schema, cause, "create schema") == -1 ||
 	    meta_conn_exec(w->db, sql, cause, "create schema") == -1 ||
 	    meta_conn_exec(w->db, "COMMIT", cause, "create schema") == -1) {

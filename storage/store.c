@@ -52,6 +52,49 @@ store_put(struct store *st, const struct profile_meta *m, const void *blob,
 	return st->ops->put(st->be, m, blob, len, cause);
 }
 
+/* The rollup levels' bucket sizes, seconds: a minute, an hour, a day. */
+const int64_t store_rollup_step[STORE_ROLLUP_LEVELS] = { 60, 3600, 86400 };
+
+/* The pieces of a time-window merge. */
+int
+store_plan(struct store *st, const struct store_query *q,
+    struct store_plan *out, char **cause)
+{
+	return st->ops->plan(st->be, q, out, cause);
+}
+
+/* The next compaction due. */
+int
+store_compact_next(struct store *st, int64_t now_ns, int64_t delay_ns,
+    struct store_compaction **out, char **cause)
+{
+	return st->ops->compact_next(st->be, now_ns, delay_ns, out, cause);
+}
+
+/* Records a compaction's rollups. */
+int
+store_compact_commit(struct store *st, struct store_compaction *c,
+    char **cause)
+{
+	return st->ops->compact_commit(st->be, c, cause);
+}
+
+/* Gives a compaction up. */
+int
+store_compact_abandon(struct store *st, struct store_compaction *c,
+    char **cause)
+{
+	return st->ops->compact_abandon(st->be, c, cause);
+}
+
+/* Rollup figures for /metrics. */
+int
+store_rollup_stats(struct store *st, struct store_rollup_stats *rs,
+    char **cause)
+{
+	return st->ops->rollup_stats(st->be, rs, cause);
+}
+
 /* Lists profiles, newest first. */
 int
 store_list(struct store *st, const struct store_query *q,

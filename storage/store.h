@@ -206,6 +206,117 @@ struct store_rebuild {
 int	store_rebuild(const char *data_dir, store_legacy_cb legacy, void *arg,
 	    struct store_rebuild *rep, char **cause);
 
+/*
+ * Rollups (docs/DESIGN.md, "Rollups"): merged profiles per bucket of
+ * STORE_ROLLUP_STEP[level] seconds (a minute, an hour, a day), one per
+ * group (every profile of a service and type, or those carrying one
+ * label pair) and set of sample types, built in the background by
+ * compaction and used by time-window merges in place of the profiles
+ * they hold.
+ */
+#define STORE_ROLLUP_LEVELS	3
+extern const int64_t store_rollup_step[STORE_ROLLUP_LEVELS];
+
+/*
+ * One input of a time-window merge: a stored profile, or a rollup (an id
+ * of two capitals and 18 digits, read with store_read_blob like a
+ * profile).
+ */
+struct store_piece {
+	char	 id[STORE_ID_LEN + 1];
+	char	*sample_types;
+	int64_t	 profiles;	/* how many stored profiles it holds */
+};
+
+struct store_plan {
+	struct store_piece	*p;
+	size_t			 n;
+	int64_t			 profiles;	/* sum over the pieces */
+	size_t			 rollups;	/* pieces that are rollups */
+};
+
+/*
+ * The pieces whose merge equals the merge of every profile q selects
+ * (q->limit is ignored): the coarsest rollups that fit inside the window,
+ * the profiles no rollup holds, and each profile exactly once. Without a
+ * type, only profiles. Read in one snapshot of the metadata.
+ */
+int	store_plan(struct store *, const struct store_query *q,
+	    struct store_plan *out, char **cause);
+void	store_plan_clear(struct store_plan *);
+
+/*
+ * One rollup a compaction builds: the merge of pieces (profiles or
+ * rollups). A rollup of at most STORE_ROLLUP_REFS stored profiles is
+ * recorded as their ids (refs), without bytes of its own.
+ */
+#define STORE_ROLLUP_REFS	8
+struct store_rollup {
+	char		**pieces;
+	size_t		  npieces;
+	int64_t		  profiles;
+	int		  refs;		/* recorded as the pieces' ids */
+	char		 *sample_types;
+	/* Set by the caller before store_compact_commit (unless refs). */
+	uint8_t		 *bytes;	/* the merge, gzipped pprof */
+	size_t		  len;
+	/* The backend's own. */
+	int64_t		  label_id;
+	char		 *common;
+	int		  uniform;
+	int64_t		  rid;
+};
+
+/* A compaction: the rollups of one bucket of one service and type. */
+struct store_compaction {
+	char			*service;
+	char			*type;
+	int			 level;
+	int64_t			 bucket;	/* its start, seconds */
+	struct store_rollup	*r;
+	size_t			 n;
+	int64_t			*mark;		/* the backend's own */
+	size_t			 nmark;
+};
+
+/*
+ * The next compaction due at now_ns: the oldest minute holding profiles
+ * that are in no rollup yet and older than delay_ns, else the oldest hour,
+ * then day, whose end is older than delay_ns and whose parts are done.
+ * Profiles that arrived after their bucket was compacted ("late") are
+ * flagged to stay out of rollups: merges always read them as they are.
+ * 0 with *out NULL: nothing to do.
+ */
+int	store_compact_next(struct store *, int64_t now_ns, int64_t delay_ns,
+	    struct store_compaction **out, char **cause);
+/*
+ * Writes the rollups' bytes durably, then in one transaction their rows,
+ * the bucket's done mark and the marks of the profiles they took in: a
+ * crash leaves all of it or none (a blob without a row is removed at the
+ * next open).
+ */
+int	store_compact_commit(struct store *, struct store_compaction *,
+	    char **cause);
+/*
+ * Gives a compaction up for good (it cannot be merged): its bucket is
+ * left to merges of what it holds, its new profiles flagged to stay out
+ * of rollups.
+ */
+int	store_compact_abandon(struct store *, struct store_compaction *,
+	    char **cause);
+void	store_compaction_free(struct store_compaction *);
+
+/* Rollup figures for /metrics. */
+struct store_rollup_stats {
+	int64_t	rollups[STORE_ROLLUP_LEVELS];	/* rows, by level */
+	int64_t	bytes;				/* their blobs */
+	int64_t	oldest_fresh;	/* ns: oldest profile not yet compacted
+				   (0: none) */
+	int64_t	todo;		/* hours and days waiting */
+};
+int	store_rollup_stats(struct store *, struct store_rollup_stats *,
+	    char **cause);
+
 /* Frees an array of strings returned by store_services/store_labels. */
 void	store_strings_free(char **, size_t);
 

@@ -38,6 +38,17 @@ struct store_ops {
 			    size_t batch, size_t *deleted, char **cause);
 	int		 (*totals)(void *be, int64_t *profiles, int64_t *bytes,
 			    char **cause);
+	int		 (*plan)(void *be, const struct store_query *q,
+			    struct store_plan *out, char **cause);
+	int		 (*compact_next)(void *be, int64_t now_ns,
+			    int64_t delay_ns, struct store_compaction **out,
+			    char **cause);
+	int		 (*compact_commit)(void *be,
+			    struct store_compaction *c, char **cause);
+	int		 (*compact_abandon)(void *be,
+			    struct store_compaction *c, char **cause);
+	int		 (*rollup_stats)(void *be,
+			    struct store_rollup_stats *st, char **cause);
 	/* Not on an open store: rebuilds its metadata (store_rebuild). */
 	int		 (*rebuild)(const char *data_dir, store_legacy_cb legacy,
 			    void *arg, struct store_rebuild *rep,

@@ -25,6 +25,9 @@
 #include "common/xmalloc.h"
 #include "merge/merge_run.h"
 
+/* A window may hold this many times --max-merge-profiles inputs. */
+#define API_MERGE_WINDOW_PIECES	100
+
 struct api_merge_args {
 	struct params_query	 qa;		/* merge by query */
 	char			**ids;		/* merge by ids */
@@ -259,42 +262,47 @@ api_merge_cmp_group(const void *a, const void *b)
 }
 
 /*
- * Of the n listed profiles, keeps[i] is set for those whose sample types
- * are the most common set among them (a tie goes to the set of the newest
- * profile); returns how many are left out.
+ * Of n inputs with sample types types[i] each holding weight[i] profiles,
+ * keep[i] is set for those whose sample types are the most common set
+ * among the profiles (a tie goes to the set of the first input); returns
+ * how many profiles are left out.
  */
-static size_t
-api_merge_pick_types(const struct profile_meta *metas, size_t n,
-    unsigned char *keep)
+static int64_t
+api_merge_pick_types(const char *const *types, const int64_t *weight,
+    size_t n, unsigned char *keep)
 {
 	struct api_merge_group *g = xcalloc(n, sizeof *g);
 	char **keys = xcalloc(n, sizeof *keys);
-	size_t i, j, best = 0, bestn = 0, bestfirst = 0, kept = 0;
+	size_t i, j, k, best = 0, bestfirst = 0;
+	int64_t w, bestn = -1, left = 0;
 
 	for (i = 0; i < n; i++) {
-		keys[i] = api_merge_types_key(metas[i].sample_types);
+		keys[i] = api_merge_types_key(types[i]);
 		g[i].key = keys[i];
 		g[i].i = i;
 	}
 	qsort(g, n, sizeof *g, api_merge_cmp_group);
 	for (i = 0; i < n; i = j) {
+		w = 0;
 		for (j = i; j < n && strcmp(g[j].key, g[i].key) == 0; j++)
-			;
-		if (j - i > bestn || (j - i == bestn && g[i].i < bestfirst)) {
-			bestn = j - i;
-			bestfirst = g[i].i;
+			w += weight[g[j].i];
+		k = g[i].i;
+		if (w > bestn || (w == bestn && k < bestfirst)) {
+			bestn = w;
+			bestfirst = k;
 			best = i;
 		}
 	}
 	for (i = 0; i < n; i++) {
 		keep[i] = strcmp(keys[i], g[best].key) == 0;
-		kept += keep[i];
+		if (!keep[i])
+			left += weight[i];
 	}
 	for (i = 0; i < n; i++)
 		free(keys[i]);
 	free(keys);
 	free(g);
-	return n - kept;
+	return left;
 }
 
 /*
@@ -307,6 +315,83 @@ api_merge_head_reply(struct httpjob *job, struct api_merge_args *ma)
 	httpjob_bytes(job, NULL, 0, "application/octet-stream", ma->filename);
 }
 
+/* Says how many profiles of other sample types a merge leaves out. */
+static void
+api_merge_report_mismatch(struct httpjob *job, const struct params_query *qa,
+    int64_t left, int64_t total)
+{
+	if (left == 0)
+		return;
+	httpjob_header(job, "X-Profd-Merge-Mismatched", "%lld",
+	    (long long)left);
+	log_info("merge of %s %s: %lld of %lld profiles left out (other "
+	    "sample types)", qa->service, qa->type, (long long)left,
+	    (long long)total);
+}
+
+/*
+ * Worker: the pieces of a time-window merge (rollups and profiles); see
+ * api_merge_select.
+ */
+static int
+api_merge_select_window(struct httpjob *job, const struct params_query *qa,
+    int empty_ok, char ***ids, size_t *nids)
+{
+	struct store_plan plan;
+	const char **types;
+	int64_t *weight, left;
+	unsigned char *keep;
+	size_t i, max = (size_t)job->env->cfg->max_merge_profiles;
+	char *cause = NULL;
+
+	if (store_plan(job->env->store, &qa->q, &plan, &cause) != 0) {
+		httpjob_error(job, 500, "storage error: %s", cause);
+		free(cause);
+		return -1;
+	}
+	if (plan.n == 0) {
+		store_plan_clear(&plan);
+		if (empty_ok)
+			return 0;
+		httpjob_error(job, 404, "no %s profiles of service %s matched",
+		    qa->type, qa->service);
+		return -1;
+	}
+	/* What compaction has not reached yet is merged profile by profile:
+	 * bounded, so the list itself stays small. */
+	if (plan.n > max * API_MERGE_WINDOW_PIECES) {
+		httpjob_error(job, 413, "the window holds %zu inputs not "
+		    "rolled up (more than %zu times --max-merge-profiles); "
+		    "narrow it, or wait for compaction", plan.n,
+		    (size_t)API_MERGE_WINDOW_PIECES);
+		store_plan_clear(&plan);
+		return -1;
+	}
+	types = xcalloc(plan.n, sizeof *types);
+	weight = xcalloc(plan.n, sizeof *weight);
+	keep = xcalloc(plan.n, 1);
+	for (i = 0; i < plan.n; i++) {
+		types[i] = plan.p[i].sample_types;
+		weight[i] = plan.p[i].profiles;
+	}
+	left = api_merge_pick_types(types, weight, plan.n, keep);
+	api_merge_report_mismatch(job, qa, left, plan.profiles);
+	httpjob_header(job, "X-Profd-Merge-Profiles", "%lld",
+	    (long long)(plan.profiles - left));
+	httpjob_header(job, "X-Profd-Merge-Inputs", "%zu (%zu rollups)",
+	    plan.n, plan.rollups);
+	*ids = xcalloc(plan.n, sizeof **ids);
+	for (i = 0; i < plan.n; i++) {
+		if (keep[i])
+			(*ids)[(*nids)++] = xstrdup(plan.p[i].id);
+	}
+	free(types);
+	free(weight);
+	free(keep);
+	store_plan_clear(&plan);
+	return 0;
+}
+
 /* Worker: the ids a query selects for a merge; see api_merge.h. */
 int
 api_merge_select(struct httpjob *job, const struct params_query *qa,
@@ -315,12 +400,15 @@ api_merge_select(struct httpjob *job, const struct params_query *qa,
 	struct store_query q = qa->q;
 	struct profile_meta *metas;
 	size_t i, n, max = (size_t)job->env->cfg->max_merge_profiles;
-	size_t mismatched;
+	const char **types;
+	int64_t *weight, left;
 	unsigned char *keep;
 	char *cause = NULL;
 
 	*ids = NULL;
 	*nids = 0;
+	if (q.limit == 0 && q.type != NULL)
+		return api_merge_select_window(job, qa, empty_ok, ids, nids);
 	if (q.limit == 0 || q.limit > max)
 		q.limit = max + 1;
 	if (store_list(job->env->store, &q, &metas, &n, &cause) != 0) {
@@ -343,18 +431,22 @@ api_merge_select(struct httpjob *job, const struct params_query *qa,
 		store_meta_free_array(metas, n);
 		return -1;
 	}
+	types = xcalloc(n, sizeof *types);
+	weight = xcalloc(n, sizeof *weight);
 	keep = xcalloc(n, 1);
-	if ((mismatched = api_merge_pick_types(metas, n, keep)) > 0) {
-		httpjob_header(job, "X-Profd-Merge-Mismatched", "%zu",
-		    mismatched);
-		log_info("merge of %s %s: %zu of %zu profiles left out (other "
-		    "sample types)", qa->service, qa->type, mismatched, n);
+	for (i = 0; i < n; i++) {
+		types[i] = metas[i].sample_types;
+		weight[i] = 1;
 	}
+	left = api_merge_pick_types(types, weight, n, keep);
+	api_merge_report_mismatch(job, qa, left, (int64_t)n);
 	*ids = xcalloc(n, sizeof **ids);
 	for (i = 0; i < n; i++) {
 		if (keep[i])
 			(*ids)[(*nids)++] = xstrdup(metas[i].id);
 	}
+	free(types);
+	free(weight);
 	free(keep);
 	store_meta_free_array(metas, n);
 	return 0;

@@ -83,10 +83,14 @@ static void
 api_ops_scrape_work(struct pool_job *pj)
 {
 	struct api_ops_scrape *s = (struct api_ops_scrape *)pj;
+	struct store_rollup_stats rs;
 	int64_t profiles, bytes;
 
 	if (store_totals(s->env->store, &profiles, &bytes, &s->cause) == 0)
 		metrics_set_totals(s->env->metrics, profiles, bytes);
+	if (s->cause == NULL && store_rollup_stats(s->env->store, &rs,
+	    &s->cause) == 0)
+		metrics_set_rollups(s->env->metrics, &rs);
 }
 
 /* Loop: replies with the fresh totals. */

@@ -500,48 +500,71 @@ api_views_diff(struct env *env, struct evhttp_request *req,
 	api_views_start(env, req, p, API_VIEWS_DIFF);
 }
 
-/* Worker: the sample types the selection's profiles carry (META). */
+/* Adds the sample types of one "type/unit,..." list not seen yet. */
+static void
+api_views_types_add(json_t *arr, json_t *seen, const char *types)
+{
+	char *copy, *tok, *save, *slash;
+
+	copy = xstrdup(types != NULL ? types : "");
+	for (tok = strtok_r(copy, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		if ((slash = strchr(tok, '/')) != NULL)
+			*slash++ = '\0';
+		if (json_object_get(seen, tok) != NULL)
+			continue;
+		json_object_set_new(seen, tok, json_true());
+		json_array_append_new(arr, json_pack("{s:s, s:s}", "type", tok,
+		    "unit", slash != NULL ? slash : ""));
+	}
+	free(copy);
+}
+
+/*
+ * Worker: the sample types the selection's profiles carry (META), and how
+ * many profiles it holds: from the window's rollups and profiles when a
+ * type is given, else from the newest --max-merge-profiles profiles.
+ */
 static void
 api_views_types_work(struct httpjob *job)
 {
 	struct params_query *qa = job->arg;
-	struct profile_meta *metas;
-	char *cause = NULL, *copy, *tok, *save, *slash;
-	size_t n, i;
+	struct profile_meta *metas = NULL;
+	struct store_plan plan;
+	char *cause = NULL;
+	size_t n = 0, i;
+	int64_t profiles;
 	json_t *arr = json_array(), *seen = json_object(), *body;
 	const char *last = "";
+	int rc;
 
+	memset(&plan, 0, sizeof plan);
 	if (qa->q.limit == 0)
 		qa->q.limit = (size_t)job->env->cfg->max_merge_profiles;
-	if (store_list(job->env->store, &qa->q, &metas, &n, &cause) != 0) {
+	if (qa->q.type != NULL)
+		rc = store_plan(job->env->store, &qa->q, &plan, &cause);
+	else
+		rc = store_list(job->env->store, &qa->q, &metas, &n, &cause);
+	if (rc != 0) {
 		httpjob_error(job, 500, "storage error: %s", cause);
 		free(cause);
 		json_decref(arr);
 		json_decref(seen);
 		return;
 	}
-	for (i = 0; i < n; i++) {
-		copy = xstrdup(metas[i].sample_types != NULL ?
-		    metas[i].sample_types : "");
-		for (tok = strtok_r(copy, ",", &save); tok != NULL;
-		    tok = strtok_r(NULL, ",", &save)) {
-			if ((slash = strchr(tok, '/')) != NULL)
-				*slash++ = '\0';
-			if (json_object_get(seen, tok) != NULL)
-				continue;
-			json_object_set_new(seen, tok, json_true());
-			json_array_append_new(arr, json_pack("{s:s, s:s}",
-			    "type", tok, "unit", slash != NULL ? slash : ""));
-		}
-		free(copy);
-	}
+	for (i = 0; i < n; i++)
+		api_views_types_add(arr, seen, metas[i].sample_types);
+	for (i = 0; i < plan.n; i++)
+		api_views_types_add(arr, seen, plan.p[i].sample_types);
+	profiles = qa->q.type != NULL ? plan.profiles : (int64_t)n;
 	if (json_array_size(arr) > 0)
 		last = json_string_value(json_object_get(json_array_get(arr,
 		    json_array_size(arr) - 1), "type"));
 	body = json_pack("{s:o, s:s, s:I}", "sample_types", arr, "default",
-	    last, "profiles", (json_int_t)n);
+	    last, "profiles", (json_int_t)profiles);
 	json_decref(seen);
 	store_meta_free_array(metas, n);
+	store_plan_clear(&plan);
 	httpjob_json(job, body);
 }
 

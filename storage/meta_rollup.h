@@ -1,0 +1,117 @@
+/*
+ * Rollups in the SQLite metadata (meta_rollup.c builds and keeps them,
+ * meta_plan.c reads them for time-window merges). Not for use outside
+ * storage/. docs/DESIGN.md, "Rollups", has the whole design.
+ */
+#ifndef PROFD_META_ROLLUP_H
+#define PROFD_META_ROLLUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/store.h"
+
+struct meta_sqlite;
+struct meta_pool;
+
+/*
+ * The rollup tables, part of meta_sqlite.c's schema:
+ *  - rollups: one row per (service, type, level, bucket, label_id,
+ *    sample_types); label_id 0 is the group of every profile. A row
+ *    holds `profiles` profiles: its blob (rollups/xx/NAME, meta_rollup_name), or, when
+ *    it holds one, the id of that profile (`profile`) and no blob.
+ *    common: the label ids every profile in it carries ("3,17,40"),
+ *    uniform: 1 if they all carry exactly those.
+ *  - rollup_buckets: buckets compacted (done 1) or waiting (done 0;
+ *    hours and days, queued by the compaction of their first part).
+ *  - profiles_loose: the profiles no rollup holds (rolled <= 0).
+ */
+#define META_ROLLUP_SCHEMA \
+	"CREATE INDEX IF NOT EXISTS profiles_loose" \
+	" ON profiles (created_at) WHERE rolled <= 0;" \
+	"CREATE TABLE IF NOT EXISTS rollups (" \
+	" rid INTEGER PRIMARY KEY," \
+	" service TEXT NOT NULL," \
+	" type TEXT NOT NULL," \
+	" level INTEGER NOT NULL," \
+	" bucket INTEGER NOT NULL," \
+	" label_id INTEGER NOT NULL," \
+	" sample_types TEXT NOT NULL," \
+	" profiles INTEGER NOT NULL," \
+	" size INTEGER NOT NULL," \
+	" profile TEXT," \
+	" common TEXT NOT NULL," \
+	" uniform INTEGER NOT NULL);" \
+	"CREATE INDEX IF NOT EXISTS rollups_group" \
+	" ON rollups (service, type, label_id, level, bucket);" \
+	"CREATE INDEX IF NOT EXISTS rollups_bucket" \
+	" ON rollups (service, type, level, bucket);" \
+	"CREATE INDEX IF NOT EXISTS rollups_time ON rollups (bucket);" \
+	"CREATE TABLE IF NOT EXISTS rollup_buckets (" \
+	" service TEXT NOT NULL," \
+	" type TEXT NOT NULL," \
+	" level INTEGER NOT NULL," \
+	" bucket INTEGER NOT NULL," \
+	" done INTEGER NOT NULL," \
+	" PRIMARY KEY (service, type, level, bucket)) WITHOUT ROWID;" \
+	"CREATE INDEX IF NOT EXISTS rollup_buckets_todo" \
+	" ON rollup_buckets (level, bucket) WHERE done = 0;" \
+	"CREATE INDEX IF NOT EXISTS rollup_buckets_time" \
+	" ON rollup_buckets (bucket);"
+
+/* The blob name of rollup rid (two capitals and 18 digits). */
+void	meta_rollup_name(int64_t rid, char out[STORE_ID_LEN + 1]);
+/* rid of a rollup blob name; 0 if name is not one. */
+int64_t	meta_rollup_rid(const char *name);
+
+/* store_compact_next; rollup ids are given at commit (next_rid). */
+int	meta_rollup_next(struct meta_sqlite *, int64_t now_ns,
+	    int64_t delay_ns, struct store_compaction **out, char **cause);
+/*
+ * The transaction of store_compact_commit (blobs already durable, each
+ * r[i].rid set). *bytes: OUT the size of the rows written.
+ */
+int	meta_rollup_commit(struct meta_sqlite *, struct store_compaction *,
+	    char **cause);
+/* store_compact_abandon. */
+int	meta_rollup_abandon(struct meta_sqlite *, struct store_compaction *,
+	    char **cause);
+
+/*
+ * Retention: deletes up to batch rollup rows (and bucket marks) of
+ * buckets starting before cutoff (ns). *names: OUT blob names of the
+ * deleted rows that had a blob (free with store_strings_free), *bytes:
+ * OUT their sizes, rows[level]: OUT (added to) rows deleted by level; *n:
+ * OUT rows deleted.
+ */
+int	meta_rollup_delete_before(struct meta_sqlite *, int64_t cutoff,
+	    size_t batch, char ***names, size_t *nnames, int64_t *bytes,
+	    int64_t *rows, size_t *n, char **cause);
+/*
+ * At open: drops every rollup of a bucket one of whose blobs is missing
+ * (has_blob says), with the bucket's done mark, so merges read its parts
+ * instead. *rids: OUT the rids that have a blob, sorted (free), for
+ * finding orphan blobs; *maxrid: OUT the largest rid of any row; st: OUT
+ * rows by level and bytes; *dropped: OUT rows dropped.
+ */
+int	meta_rollup_recover(struct meta_sqlite *,
+	    int (*has_blob)(void *, const char *), void *arg, int64_t **rids,
+	    size_t *nrids, int64_t *maxrid, struct store_rollup_stats *st,
+	    size_t *dropped, char **cause);
+/* The queue and the oldest profile not compacted yet (st's other fields). */
+int	meta_rollup_queue(struct meta_sqlite *, struct store_rollup_stats *st,
+	    char **cause);
+
+/* store_plan (meta_plan.c). */
+int	meta_plan_query(struct meta_pool *, const struct store_query *q,
+	    struct store_plan *out, char **cause);
+
+/*
+ * Label-id sets as text ("3,17,40", sorted): parses s into *v (free),
+ * and tests whether every id of want[0..nwant) is in s.
+ */
+size_t	meta_rollup_ids_parse(const char *s, int64_t **v);
+int	meta_rollup_ids_cover(const char *s, const int64_t *want,
+	    size_t nwant);
+
+#endif
