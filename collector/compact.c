@@ -101,51 +101,89 @@ compact_merge(struct compact *c, struct store_rollup *r, char **cause)
 	return code == 503 || code == 499 ? 1 : -1;
 }
 
-/* Worker: compacts the next bucket due, if any. */
+/*
+ * Merges a compaction's rollups: 0 ready to commit, 1 retry later, -1
+ * given up (abandoned already; *why logged).
+ */
+static int
+compact_prepare(struct compact *c, struct store_compaction *sc)
+{
+	char *why = NULL;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < sc->n && rc == 0; i++) {
+		if (!sc->r[i].refs)
+			rc = compact_merge(c, &sc->r[i], &why);
+	}
+	if (rc == 1)
+		xcause(&c->cause, "%s %s: merge: %s; retrying", sc->service,
+		    sc->type, why != NULL ? why : "cancelled");
+	else if (rc == -1) {
+		log_warn("compaction: %s %s at %lld (level %d): %s; its "
+		    "profiles stay as they are", sc->service, sc->type,
+		    (long long)sc->bucket, sc->level, why);
+		if (store_compact_abandon(c->store, sc, &c->cause) != 0)
+			rc = 1;
+	}
+	free(why);
+	return rc;
+}
+
+/*
+ * Worker: compacts the next bucket due, if any; consecutive minutes go
+ * together (up to COMPACT_BATCH, or COMPACT_BATCH_MS of work) so that
+ * they share one sync and one transaction.
+ */
 static void
 compact_work(struct pool_job *pj)
 {
 	struct compact *c = (struct compact *)pj;
-	struct store_compaction *sc = NULL;
-	char *why = NULL;
-	int64_t start = clock_mono_ns();
-	size_t i;
-	int rc = 0;
+	struct store_compaction *batch[COMPACT_BATCH], *sc;
+	int64_t start = clock_mono_ns(), after = 0;
+	size_t n = 0, i;
+	int rc;
 
 	free(c->cause);
 	c->cause = NULL;
 	c->did = c->failed = 0;
 	c->rollups = 0;
-	if (store_compact_next(c->store, clock_now_ns(), c->delay_ns, &sc,
-	    &c->cause) != 0) {
-		c->failed = 1;
-		return;
-	}
-	if (sc == NULL)
-		return;
-	for (i = 0; i < sc->n && rc == 0; i++) {
-		if (!sc->r[i].refs)
-			rc = compact_merge(c, &sc->r[i], &why);
-	}
-	if (rc == 1) {
-		c->failed = 1;
-		xcause(&c->cause, "%s %s: merge: %s; retrying", sc->service,
-		    sc->type, why != NULL ? why : "cancelled");
-	} else if (rc == -1) {
-		log_warn("compaction: %s %s at %lld (level %d): %s; its "
-		    "profiles stay as they are", sc->service, sc->type,
-		    (long long)sc->bucket, sc->level, why);
-		if (store_compact_abandon(c->store, sc, &c->cause) != 0)
+	while (n < COMPACT_BATCH) {
+		sc = NULL;
+		if (store_compact_next(c->store, clock_now_ns(), c->delay_ns,
+		    after, &sc, &c->cause) != 0) {
 			c->failed = 1;
-		c->did = 1;
-	} else if (store_compact_commit(c->store, sc, &c->cause) != 0)
-		c->failed = 1;
-	else {
-		c->did = 1;
-		c->rollups = sc->n;
+			break;
+		}
+		if (sc == NULL)
+			break;
+		after = (sc->bucket + store_rollup_step[0]) *
+		    INT64_C(1000000000);
+		if ((rc = compact_prepare(c, sc)) == 0)
+			batch[n++] = sc;
+		else {
+			store_compaction_free(sc);
+			c->did = 1;
+			if (rc == 1) {
+				c->failed = 1;
+				break;
+			}
+		}
+		if (sc != NULL && rc == 0 && sc->level > 0)
+			break;		/* hours and days go alone */
+		if (clock_mono_ns() - start > COMPACT_BATCH_MS * 1000000LL)
+			break;
 	}
-	free(why);
-	store_compaction_free(sc);
+	if (n > 0 && store_compact_commit(c->store, batch, n,
+	    c->cause ? NULL : &c->cause) != 0)
+		c->failed = 1;
+	else if (n > 0) {
+		c->did = 1;
+		for (i = 0; i < n; i++)
+			c->rollups += batch[i]->n;
+	}
+	for (i = 0; i < n; i++)
+		store_compaction_free(batch[i]);
 	c->took_ns = clock_mono_ns() - start;
 }
 

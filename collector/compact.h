@@ -13,6 +13,8 @@
 #define COMPACT_IDLE_MS		1000	/* look again when nothing was due */
 #define COMPACT_PAUSE_MS	5	/* between buckets */
 #define COMPACT_RETRY_MS	10000	/* after a failure */
+#define COMPACT_BATCH		64	/* minutes committed together */
+#define COMPACT_BATCH_MS	500	/* ... or this much work */
 
 struct compact;
 struct event_base;

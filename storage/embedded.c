@@ -476,23 +476,23 @@ embedded_plan(void *be, const struct store_query *q, struct store_plan *out,
 /* The next compaction. */
 static int
 embedded_compact_next(void *be, int64_t now_ns, int64_t delay_ns,
-    struct store_compaction **out, char **cause)
+    int64_t after_ns, struct store_compaction **out, char **cause)
 {
 	struct embedded	*e = be;
 
-	return meta_rollup_next(e->meta, now_ns, delay_ns, out, cause);
+	return meta_rollup_next(e->meta, now_ns, delay_ns, after_ns, out,
+	    cause);
 }
 
-/* Removes the blobs of c's first n rollups (after a failed commit). */
+/* Removes the blobs of c's rollups (those not written are not there). */
 static void
-embedded_compact_unwrite(struct embedded *e, struct store_compaction *c,
-    size_t n)
+embedded_compact_unwrite(struct embedded *e, struct store_compaction *c)
 {
 	char	name[STORE_ID_LEN + 1], *why = NULL;
 	size_t	i;
 
-	for (i = 0; i < n; i++) {
-		if (c->r[i].refs)
+	for (i = 0; i < c->n; i++) {
+		if (c->r[i].refs || c->r[i].rid == 0)
 			continue;
 		meta_rollup_name(c->r[i].rid, name);
 		if (blobs_remove(e->rollups, name, 0, &why) == -1) {
@@ -503,70 +503,99 @@ embedded_compact_unwrite(struct embedded *e, struct store_compaction *c,
 	}
 }
 
-/* Blobs first (durable), then the rows in one transaction. */
+/* Writes one rollup's blob (not yet durable); *fd: OUT. */
 static int
-embedded_compact_commit(void *be, struct store_compaction *c, char **cause)
+embedded_compact_write(struct embedded *e, const struct store_compaction *c,
+    const struct store_rollup *r, int *fd, char **cause)
 {
-	struct embedded		*e = be;
 	struct profile_meta	 m;
 	char			 name[STORE_ID_LEN + 1];
 	uint8_t			*meta;
-	size_t			 meta_len, i, n = 0;
-	int64_t			 bytes = 0;
+	size_t			 meta_len;
 	int			 rc;
-	int			*fds = xcalloc(c->n + 1, sizeof *fds), ret = -1;
 
-	for (i = 0; i < c->n; i++)
+	if (r->bytes == NULL)
+		return xcause(cause, "rollup of %s %s: not merged", c->service,
+		    c->type);
+	meta_rollup_name(r->rid, name);
+	memset(&m, 0, sizeof m);
+	snprintf(m.id, sizeof m.id, "%s", name);
+	m.service = c->service;
+	m.type = c->type;
+	m.created_at = c->bucket * INT64_C(1000000000);
+	m.size = (int64_t)r->len;
+	m.samples = r->profiles;
+	m.sample_types = r->sample_types;
+	m.duration_ns = store_rollup_step[c->level] * INT64_C(1000000000);
+	blobmeta_encode(&m, &meta, &meta_len);
+	rc = blobs_create(e->rollups, name, meta, meta_len, r->bytes, r->len,
+	    fd, cause);
+	free(meta);
+	return rc;
+}
+
+/* Blobs first (one sync for all), then the rows in one transaction. */
+static int
+embedded_compact_commit(void *be, struct store_compaction **cs, size_t ncs,
+    char **cause)
+{
+	struct embedded		*e = be;
+	struct store_compaction	*c;
+	char			 name[STORE_ID_LEN + 1];
+	size_t			 i, k, nfd = 0, total = 0;
+	int64_t			 bytes = 0;
+	int			*fds, ret = -1;
+
+	for (k = 0; k < ncs; k++)
+		total += cs[k]->n;
+	fds = xcalloc(total + 1, sizeof *fds);
+	for (i = 0; i <= total; i++)
 		fds[i] = -1;
 	pthread_mutex_lock(&e->mu);
-	for (i = 0; i < c->n; i++)
-		c->r[i].rid = e->next_rid++;
+	for (k = 0; k < ncs; k++) {
+		for (i = 0; i < cs[k]->n; i++)
+			cs[k]->r[i].rid = e->next_rid++;
+	}
 	pthread_mutex_unlock(&e->mu);
-	for (n = 0; n < c->n; n++) {
-		if (c->r[n].refs)
-			continue;
-		if (c->r[n].bytes == NULL) {
-			xcause(cause, "rollup %zu of %zu: not merged", n, c->n);
-			goto fail;
+	for (k = 0; k < ncs; k++) {
+		c = cs[k];
+		for (i = 0; i < c->n; i++, nfd++) {
+			if (c->r[i].refs)
+				continue;
+			if (embedded_compact_write(e, c, &c->r[i], &fds[nfd],
+			    cause) == -1)
+				goto fail;
+			bytes += (int64_t)c->r[i].len;
 		}
-		meta_rollup_name(c->r[n].rid, name);
-		memset(&m, 0, sizeof m);
-		snprintf(m.id, sizeof m.id, "%s", name);
-		m.service = c->service;
-		m.type = c->type;
-		m.created_at = c->bucket * INT64_C(1000000000);
-		m.size = (int64_t)c->r[n].len;
-		m.samples = c->r[n].profiles;
-		m.sample_types = c->r[n].sample_types;
-		m.duration_ns = store_rollup_step[c->level] *
-		    INT64_C(1000000000);
-		blobmeta_encode(&m, &meta, &meta_len);
-		rc = blobs_create(e->rollups, name, meta, meta_len,
-		    c->r[n].bytes, c->r[n].len, &fds[n], cause);
-		free(meta);
-		if (rc != 0)
-			goto fail;
-		bytes += (int64_t)c->r[n].len;
 	}
 	if (blobs_sync(e->rollups, cause) == -1)
 		goto fail;
-	for (i = 0; i < c->n; i++) {
-		meta_rollup_name(c->r[i].rid, name);
-		if (fds[i] >= 0 && blobs_check(fds[i], name, cause) == -1)
-			goto fail;
+	for (k = 0, nfd = 0; k < ncs; k++) {
+		for (i = 0; i < cs[k]->n; i++, nfd++) {
+			if (fds[nfd] < 0)
+				continue;
+			meta_rollup_name(cs[k]->r[i].rid, name);
+			if (blobs_check(fds[nfd], name, cause) == -1)
+				goto fail;
+		}
 	}
-	if (meta_rollup_commit(e->meta, c, cause) == -1)
+	if (meta_rollup_commit(e->meta, cs, ncs, cause) == -1)
 		goto fail;
 	pthread_mutex_lock(&e->mu);
-	e->rst.rollups[c->level] += (int64_t)c->n;
+	for (k = 0; k < ncs; k++)
+		e->rst.rollups[cs[k]->level] += (int64_t)cs[k]->n;
 	e->rst.bytes += bytes;
 	pthread_mutex_unlock(&e->mu);
 	ret = 0;
 	goto out;
 fail:
-	embedded_compact_unwrite(e, c, n);
+	for (k = 0; k < ncs; k++) {
+		embedded_compact_unwrite(e, cs[k]);
+		for (i = 0; i < cs[k]->n; i++)
+			cs[k]->r[i].rid = 0;
+	}
 out:
-	for (i = 0; i < c->n; i++) {
+	for (i = 0; i < total; i++) {
 		if (fds[i] >= 0)
 			close(fds[i]);
 	}

@@ -698,12 +698,12 @@ out:
  */
 static int
 meta_rollup_next_minute(struct meta_sqlite *ms, struct meta_conn *c,
-    int64_t before, char **service, char **type, int64_t *minute,
-    char **cause)
+    int64_t before, int64_t after, char **service, char **type,
+    int64_t *minute, char **cause)
 {
 	sqlite3_stmt	*s;
 	int64_t		 late[MR_LATE_BATCH], never[MR_LATE_BATCH];
-	int64_t		 at = INT64_MIN, pk = INT64_MIN, m;
+	int64_t		 at = after - 1, pk = INT64_MAX, m;
 	size_t		 nlate = 0, nnever = 0;
 	const char	*sv, *ty;
 	int		 rc, found = 0, ret = -1;
@@ -829,7 +829,8 @@ meta_rollup_next_todo(struct meta_conn *c, int level, int64_t before,
 /* Finds the next bucket to compact and collects its rollups. */
 static int
 meta_rollup_find(struct meta_sqlite *ms, struct meta_conn *c, int64_t now_ns,
-    int64_t delay_ns, struct store_compaction **out, char **cause)
+    int64_t delay_ns, int64_t after_ns, struct store_compaction **out,
+    char **cause)
 {
 	struct mr_build	 b;
 	char		*service = NULL, *type = NULL;
@@ -837,11 +838,13 @@ meta_rollup_find(struct meta_sqlite *ms, struct meta_conn *c, int64_t now_ns,
 	int		 level, l, rc;
 
 	do {
-		rc = meta_rollup_next_minute(ms, c, before, &service, &type,
-		    &bucket, cause);
+		rc = meta_rollup_next_minute(ms, c, before, after_ns > 0 ?
+		    after_ns : INT64_MIN + 1, &service, &type, &bucket, cause);
 	} while (rc == 2);
 	if (rc == -1)
 		return -1;
+	if (rc == 0 && after_ns > 0)
+		return 0;	/* a batch of minutes ends */
 	level = 0;
 	for (l = 1; rc == 0 && l < STORE_ROLLUP_LEVELS; l++) {
 		for (;;) {
@@ -888,7 +891,7 @@ meta_rollup_find(struct meta_sqlite *ms, struct meta_conn *c, int64_t now_ns,
 /* store_compact_next. */
 int
 meta_rollup_next(struct meta_sqlite *ms, int64_t now_ns, int64_t delay_ns,
-    struct store_compaction **out, char **cause)
+    int64_t after_ns, struct store_compaction **out, char **cause)
 {
 	struct meta_conn	*c;
 	int			 rc;
@@ -896,7 +899,7 @@ meta_rollup_next(struct meta_sqlite *ms, int64_t now_ns, int64_t delay_ns,
 	*out = NULL;
 	if ((c = meta_conn_get(&ms->pool, cause)) == NULL)
 		return -1;
-	rc = meta_rollup_find(ms, c, now_ns, delay_ns, out, cause);
+	rc = meta_rollup_find(ms, c, now_ns, delay_ns, after_ns, out, cause);
 	meta_conn_put(&ms->pool, c);
 	return rc == -1 ? -1 : 0;
 }
@@ -994,18 +997,23 @@ meta_rollup_write(struct meta_conn *w, const struct store_compaction *c,
 	return 0;
 }
 
-/* store_compact_commit's transaction. */
+/* store_compact_commit's transaction: n compactions, all or none. */
 int
-meta_rollup_commit(struct meta_sqlite *ms, struct store_compaction *c,
-    char **cause)
+meta_rollup_commit(struct meta_sqlite *ms, struct store_compaction **c,
+    size_t n, char **cause)
 {
 	struct meta_conn	*w = ms->writer;
+	size_t			 i;
 	int			 ret = -1;
 
 	meta_sqlite_writer_acquire(ms);
 	if (meta_conn_exec(w->db, "BEGIN IMMEDIATE", cause, "begin") == 0) {
-		if (meta_rollup_write(w, c, cause) == 0 &&
-		    meta_conn_exec(w->db, "COMMIT", cause, "commit") == 0)
+		for (i = 0; i < n; i++) {
+			if (meta_rollup_write(w, c[i], cause) == -1)
+				break;
+		}
+		if (i == n && meta_conn_exec(w->db, "COMMIT", cause,
+		    "commit") == 0)
 			ret = 0;
 		else
 			sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);

@@ -66,13 +66,14 @@ int64_t	meta_rollup_rid(const char *name);
 
 /* store_compact_next; rollup ids are given at commit (next_rid). */
 int	meta_rollup_next(struct meta_sqlite *, int64_t now_ns,
-	    int64_t delay_ns, struct store_compaction **out, char **cause);
+	    int64_t delay_ns, int64_t after_ns, struct store_compaction **out,
+	    char **cause);
 /*
  * The transaction of store_compact_commit (blobs already durable, each
- * r[i].rid set). *bytes: OUT the size of the rows written.
+ * r[i].rid set).
  */
-int	meta_rollup_commit(struct meta_sqlite *, struct store_compaction *,
-	    char **cause);
+int	meta_rollup_commit(struct meta_sqlite *, struct store_compaction **c,
+	    size_t n, char **cause);
 /* store_compact_abandon. */
 int	meta_rollup_abandon(struct meta_sqlite *, struct store_compaction *,
 	    char **cause);

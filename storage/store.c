@@ -66,17 +66,18 @@ store_plan(struct store *st, const struct store_query *q,
 /* The next compaction due. */
 int
 store_compact_next(struct store *st, int64_t now_ns, int64_t delay_ns,
-    struct store_compaction **out, char **cause)
+    int64_t after_ns, struct store_compaction **out, char **cause)
 {
-	return st->ops->compact_next(st->be, now_ns, delay_ns, out, cause);
+	return st->ops->compact_next(st->be, now_ns, delay_ns, after_ns, out,
+	    cause);
 }
 
 /* Records a compaction's rollups. */
 int
-store_compact_commit(struct store *st, struct store_compaction *c,
-    char **cause)
+store_compact_commit(struct store *st, struct store_compaction **c,
+    size_t n, char **cause)
 {
-	return st->ops->compact_commit(st->be, c, cause);
+	return st->ops->compact_commit(st->be, c, n, cause);
 }
 
 /* Gives a compaction up. */

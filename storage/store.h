@@ -283,20 +283,21 @@ struct store_compaction {
  * The next compaction due at now_ns: the oldest minute holding profiles
  * that are in no rollup yet and older than delay_ns, else the oldest hour,
  * then day, whose end is older than delay_ns and whose parts are done.
- * Profiles that arrived after their bucket was compacted ("late") are
- * flagged to stay out of rollups: merges always read them as they are.
- * 0 with *out NULL: nothing to do.
+ * With after_ns > 0, only a minute starting at or after it (for batching
+ * minutes not committed yet). Profiles that arrived after their bucket
+ * was compacted ("late") are flagged to stay out of rollups: merges
+ * always read them as they are. 0 with *out NULL: nothing to do.
  */
 int	store_compact_next(struct store *, int64_t now_ns, int64_t delay_ns,
-	    struct store_compaction **out, char **cause);
+	    int64_t after_ns, struct store_compaction **out, char **cause);
 /*
- * Writes the rollups' bytes durably, then in one transaction their rows,
- * the bucket's done mark and the marks of the profiles they took in: a
- * crash leaves all of it or none (a blob without a row is removed at the
- * next open).
+ * Writes the rollups' bytes of n compactions durably (one sync), then in
+ * one transaction their rows, the buckets' done marks and the marks of
+ * the profiles they took in: a crash leaves all of it or none (a blob
+ * without a row is removed at the next open).
  */
-int	store_compact_commit(struct store *, struct store_compaction *,
-	    char **cause);
+int	store_compact_commit(struct store *, struct store_compaction **c,
+	    size_t n, char **cause);
 /*
  * Gives a compaction up for good (it cannot be merged): its bucket is
  * left to merges of what it holds, its new profiles flagged to stay out

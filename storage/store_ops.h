@@ -41,10 +41,11 @@ struct store_ops {
 	int		 (*plan)(void *be, const struct store_query *q,
 			    struct store_plan *out, char **cause);
 	int		 (*compact_next)(void *be, int64_t now_ns,
-			    int64_t delay_ns, struct store_compaction **out,
-			    char **cause);
+			    int64_t delay_ns, int64_t after_ns,
+			    struct store_compaction **out, char **cause);
 	int		 (*compact_commit)(void *be,
-			    struct store_compaction *c, char **cause);
+			    struct store_compaction **c, size_t n,
+			    char **cause);
 	int		 (*compact_abandon)(void *be,
 			    struct store_compaction *c, char **cause);
 	int		 (*rollup_stats)(void *be,
