@@ -34,6 +34,7 @@ struct compact {
 	struct metrics	*metrics;
 	struct event	*timer;
 	int64_t		 delay_ns;
+	int64_t		 pause_ns;
 	size_t		 max_inflated;
 	int		 stopping;
 	int		 busy;
@@ -204,7 +205,7 @@ compact_done(struct pool_job *pj)
 		compact_arm(c, COMPACT_RETRY_MS);
 		return;
 	}
-	compact_arm(c, c->did ? COMPACT_PAUSE_MS : COMPACT_IDLE_MS);
+	compact_arm(c, c->did ? c->pause_ns / 1000000 : COMPACT_IDLE_MS);
 }
 
 /* Loop timer: queues the next job. */
@@ -228,7 +229,7 @@ compact_timer_cb(evutil_socket_t fd, short what, void *arg)
 struct compact *
 compact_new(struct event_base *base, struct pool *pool, struct budget *budget,
     struct store *store, struct metrics *metrics, int64_t delay_ns,
-    size_t max_inflated)
+    int64_t pause_ns, size_t max_inflated)
 {
 	struct compact *c = xcalloc(1, sizeof *c);
 
@@ -239,6 +240,7 @@ compact_new(struct event_base *base, struct pool *pool, struct budget *budget,
 	c->store = store;
 	c->metrics = metrics;
 	c->delay_ns = delay_ns;
+	c->pause_ns = pause_ns;
 	c->max_inflated = max_inflated;
 	c->timer = evtimer_new(base, compact_timer_cb, c);
 	compact_arm(c, COMPACT_IDLE_MS);

@@ -11,7 +11,6 @@
 #include <stdint.h>
 
 #define COMPACT_IDLE_MS		1000	/* look again when nothing was due */
-#define COMPACT_PAUSE_MS	5	/* between buckets */
 #define COMPACT_RETRY_MS	10000	/* after a failure */
 #define COMPACT_BATCH		64	/* minutes committed together */
 #define COMPACT_BATCH_MS	500	/* ... or this much work */
@@ -26,11 +25,12 @@ struct metrics;
 /*
  * Starts compaction on base's loop: jobs on pool merge, within budget,
  * each bucket of store whose end is older than delay_ns (inflating at
- * most max_inflated bytes per profile).
+ * most max_inflated bytes per profile), pausing pause_ns between jobs
+ * (so merges queued meanwhile run first).
  */
 struct compact	*compact_new(struct event_base *, struct pool *,
 		    struct budget *, struct store *, struct metrics *,
-		    int64_t delay_ns, size_t max_inflated);
+		    int64_t delay_ns, int64_t pause_ns, size_t max_inflated);
 /* No new jobs (SIGTERM); a merge running is cancelled. */
 void		 compact_stop(struct compact *);
 /* Frees it; call after the pool has run its last done()s. */

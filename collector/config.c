@@ -37,6 +37,8 @@ static const struct config_option config_options[] = {
 	{ "rollup-delay", CONFIG_DURATION, OFF(rollup_delay_ns), 0, 0,
 	    "compact profiles into rollups once their minute ended this long "
 	    "ago (default 2m; 0: no rollups)" },
+	{ "compact-pause", CONFIG_DURATION, OFF(compact_pause_ns), 0, 0,
+	    NULL },
 	{ "max-future", CONFIG_DURATION, OFF(max_future_ns), 0, 0,
 	    "refuse profiles dated further ahead than this (default 1h)" },
 	{ "workers", CONFIG_INT, OFF(workers), 1, 256,
@@ -91,6 +93,7 @@ config_defaults(struct config *c)
 	c->retention_ns = INT64_C(7) * 86400 * 1000000000;
 	c->retention_interval_ns = INT64_C(60) * 1000000000;
 	c->rollup_delay_ns = INT64_C(120) * 1000000000;
+	c->compact_pause_ns = INT64_C(5) * 1000000;
 	c->max_future_ns = INT64_C(3600) * 1000000000;
 	c->workers = cores > 0 ? cores : 2;
 	c->max_queue = 1024;

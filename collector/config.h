@@ -16,6 +16,7 @@ struct config {
 	int64_t		 retention_interval_ns;	/* between sweeps */
 	int64_t		 rollup_delay_ns;	/* compact buckets this old;
 						   0: no compaction */
+	int64_t		 compact_pause_ns;	/* between compactions */
 	int64_t		 max_future_ns;		/* refuse later profiles */
 	int64_t		 workers;
 	int64_t		 max_queue;

@@ -384,7 +384,7 @@ static void
 metrics_render_rollups(struct metrics *m, FILE *f)
 {
 	static const char *const level[STORE_ROLLUP_LEVELS] = { "minute",
-	    "hour", "day" };
+	    "10min", "hour", "day" };
 	int64_t	oldest;
 	int	i;
 

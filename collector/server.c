@@ -400,7 +400,8 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	if (cfg->rollup_delay_ns > 0)
 		srv->compact = compact_new(env->base, env->merge_pool,
 		    env->merge_budget, env->store, env->metrics,
-		    cfg->rollup_delay_ns, (size_t)cfg->max_inflated);
+		    cfg->rollup_delay_ns, cfg->compact_pause_ns,
+		    (size_t)cfg->max_inflated);
 	server_notify_start(srv);
 	return 0;
 }

@@ -178,7 +178,7 @@ embedded_rollup_recover(struct embedded *e, char **cause)
 	if (blobs_scan(e->rollups, embedded_names_cb, &nm, cause) == -1)
 		goto out;
 	qsort(nm.v, nm.n, STORE_ID_LEN, embedded_names_cmp);
-	if (meta_rollup_recover(e->meta, embedded_names_has, &nm, &rids,
+	if (meta_rollup_maint_recover(e->meta, embedded_names_has, &nm, &rids,
 	    &nrids, &maxrid, &e->rst, &dropped, cause) == -1)
 		goto out;
 	for (i = 0; i < nm.n; i++) {
@@ -406,7 +406,7 @@ embedded_rollup_delete_before(struct embedded *e, int64_t cutoff,
 
 	do {
 		memset(rows, 0, sizeof rows);
-		if (meta_rollup_delete_before(e->meta, cutoff, batch, &names,
+		if (meta_rollup_maint_delete_before(e->meta, cutoff, batch, &names,
 		    &nnames, &bytes, rows, &n, cause) == -1)
 			return -1;
 		for (i = 0; i < nnames; i++) {
@@ -480,7 +480,7 @@ embedded_compact_next(void *be, int64_t now_ns, int64_t delay_ns,
 {
 	struct embedded	*e = be;
 
-	return meta_rollup_next(e->meta, now_ns, delay_ns, after_ns, out,
+	return meta_compact_next(e->meta, now_ns, delay_ns, after_ns, out,
 	    cause);
 }
 
@@ -579,7 +579,7 @@ embedded_compact_commit(void *be, struct store_compaction **cs, size_t ncs,
 				goto fail;
 		}
 	}
-	if (meta_rollup_commit(e->meta, cs, ncs, cause) == -1)
+	if (meta_compact_commit(e->meta, cs, ncs, cause) == -1)
 		goto fail;
 	pthread_mutex_lock(&e->mu);
 	for (k = 0; k < ncs; k++)
@@ -610,7 +610,7 @@ embedded_compact_abandon(void *be, struct store_compaction *c,
 {
 	struct embedded	*e = be;
 
-	return meta_rollup_abandon(e->meta, c, cause);
+	return meta_compact_abandon(e->meta, c, cause);
 }
 
 /* Rollup figures: rows and bytes kept here, the queue read. */
@@ -622,7 +622,7 @@ embedded_rollup_stats(void *be, struct store_rollup_stats *st, char **cause)
 	pthread_mutex_lock(&e->mu);
 	*st = e->rst;
 	pthread_mutex_unlock(&e->mu);
-	return meta_rollup_queue(e->meta, st, cause);
+	return meta_rollup_maint_queue(e->meta, st, cause);
 }
 
 const struct store_ops embedded_store_ops = {

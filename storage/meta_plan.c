@@ -25,10 +25,10 @@
 #include "storage/meta_conn.h"
 #include "storage/meta_rollup.h"
 
-#define MP_NS	INT64_C(1000000000)
+#define META_PLAN_NS	INT64_C(1000000000)
 
 /* A planning in progress. */
-struct mp_state {
+struct meta_plan_state {
 	struct meta_conn		*c;
 	const struct store_query	*q;
 	int64_t				*labels;	/* the query's label ids */
@@ -42,7 +42,7 @@ struct mp_state {
 
 /* Appends a piece. */
 static void
-meta_plan_piece(struct mp_state *ps, const char *id, const char *st,
+meta_plan_piece(struct meta_plan_state *ps, const char *id, const char *st,
     int64_t profiles, int rollup)
 {
 	struct store_piece	*p;
@@ -62,7 +62,7 @@ meta_plan_piece(struct mp_state *ps, const char *id, const char *st,
 
 /* Records [a, z) ns as answered by rows (its loose profiles to add). */
 static void
-meta_plan_cover(struct mp_state *ps, int64_t a, int64_t z)
+meta_plan_cover(struct meta_plan_state *ps, int64_t a, int64_t z)
 {
 	if (ps->ncovered > 0 && ps->covered[2 * ps->ncovered - 1] == a) {
 		ps->covered[2 * ps->ncovered - 1] = z;
@@ -80,7 +80,7 @@ meta_plan_cover(struct mp_state *ps, int64_t a, int64_t z)
 
 /* Prepares sql; NULL with ps->cause. */
 static sqlite3_stmt *
-meta_plan_prepare(struct mp_state *ps, const char *sql)
+meta_plan_prepare(struct meta_plan_state *ps, const char *sql)
 {
 	sqlite3_stmt	*s = NULL;
 
@@ -113,7 +113,7 @@ meta_plan_label_sql(size_t nlabels, int first)
  * only those no rollup holds that lie in a covered range.
  */
 static int
-meta_plan_profiles(struct mp_state *ps, int64_t a, int64_t z, int loose)
+meta_plan_profiles(struct meta_plan_state *ps, int64_t a, int64_t z, int loose)
 {
 	sqlite3_stmt	*s;
 	char		*sql, *lsql;
@@ -169,7 +169,7 @@ meta_plan_profiles(struct mp_state *ps, int64_t a, int64_t z, int loose)
 }
 
 /* A row of a level, for one group. */
-struct mp_row {
+struct meta_plan_row {
 	int64_t	 bucket;
 	int64_t	 label_id;
 	int64_t	 rid;
@@ -182,7 +182,7 @@ struct mp_row {
 
 /* Frees rows. */
 static void
-meta_plan_rows_free(struct mp_row *r, size_t n)
+meta_plan_rows_free(struct meta_plan_row *r, size_t n)
 {
 	size_t	i;
 
@@ -196,11 +196,11 @@ meta_plan_rows_free(struct mp_row *r, size_t n)
 
 /* Reads the rows of one group in buckets [b0, b1) of a level, by bucket. */
 static int
-meta_plan_rows(struct mp_state *ps, int64_t label_id, int level, int64_t b0,
-    int64_t b1, struct mp_row **out, size_t *n)
+meta_plan_rows(struct meta_plan_state *ps, int64_t label_id, int level, int64_t b0,
+    int64_t b1, struct meta_plan_row **out, size_t *n)
 {
 	sqlite3_stmt	*s;
-	struct mp_row	*r;
+	struct meta_plan_row	*r;
 	const char	*v;
 	int		 rc;
 
@@ -239,7 +239,7 @@ meta_plan_rows(struct mp_state *ps, int64_t label_id, int level, int64_t b0,
 
 /* The done buckets of a level in [b0, b1), sorted. */
 static int
-meta_plan_done(struct mp_state *ps, int level, int64_t b0, int64_t b1,
+meta_plan_done(struct meta_plan_state *ps, int level, int64_t b0, int64_t b1,
     int64_t **out, size_t *n)
 {
 	sqlite3_stmt	*s;
@@ -269,7 +269,7 @@ meta_plan_done(struct mp_state *ps, int level, int64_t b0, int64_t b1,
 
 /* Adds one row as pieces: its blob, or the profiles it refers to. */
 static void
-meta_plan_row_piece(struct mp_state *ps, const struct mp_row *r)
+meta_plan_row_piece(struct meta_plan_state *ps, const struct meta_plan_row *r)
 {
 	char	name[STORE_ID_LEN + 1], *copy, *tok, *save;
 
@@ -287,7 +287,7 @@ meta_plan_row_piece(struct mp_state *ps, const struct mp_row *r)
 
 /* The rows of a sorted array at bucket: [*first, *last), from cursor *at. */
 static void
-meta_plan_at(const struct mp_row *rows, size_t n, size_t *at, int64_t bucket,
+meta_plan_at(const struct meta_plan_row *rows, size_t n, size_t *at, int64_t bucket,
     size_t *first, size_t *last)
 {
 	while (*at < n && rows[*at].bucket < bucket)
@@ -305,10 +305,10 @@ meta_plan_at(const struct mp_row *rows, size_t n, size_t *at, int64_t bucket,
  * all carry it (compaction stores those once).
  */
 static int
-meta_plan_answer(struct mp_state *ps, int64_t bucket, struct mp_row **rows,
+meta_plan_answer(struct meta_plan_state *ps, int64_t bucket, struct meta_plan_row **rows,
     size_t *nrows, size_t *at, size_t ng)
 {
-	const struct mp_row	**cand;
+	const struct meta_plan_row	**cand;
 	size_t			  g, i, n, first, last, f0, l0;
 	int			  decided, ret = 0;
 
@@ -359,9 +359,9 @@ meta_plan_answer(struct mp_state *ps, int64_t bucket, struct mp_row **rows,
 
 /* Covers [a, z) ns from level down. */
 static int
-meta_plan_level(struct mp_state *ps, int level, int64_t a, int64_t z)
+meta_plan_level(struct meta_plan_state *ps, int level, int64_t a, int64_t z)
 {
-	struct mp_row	**rows;
+	struct meta_plan_row	**rows;
 	size_t		 *nrows, *at, ngroups, g, ndone = 0, d = 0;
 	int64_t		  step, first, last, b, run = -1, *done = NULL;
 	int		  ret = -1;
@@ -379,13 +379,13 @@ meta_plan_level(struct mp_state *ps, int level, int64_t a, int64_t z)
 			return 0;
 	}
 	step = store_rollup_step[level];
-	if (a > INT64_MAX - step * MP_NS)
+	if (a > INT64_MAX - step * META_PLAN_NS)
 		return meta_plan_level(ps, level - 1, a, z);
-	first = (a + step * MP_NS - 1) / (step * MP_NS);
-	last = z / (step * MP_NS);
+	first = (a + step * META_PLAN_NS - 1) / (step * META_PLAN_NS);
+	last = z / (step * META_PLAN_NS);
 	if (first >= last)
 		return meta_plan_level(ps, level - 1, a, z);
-	if (meta_plan_level(ps, level - 1, a, first * step * MP_NS) == -1)
+	if (meta_plan_level(ps, level - 1, a, first * step * META_PLAN_NS) == -1)
 		return -1;
 	/* rows[0..nlabels): each pair's, rows[nlabels]: every profile's. */
 	ngroups = ps->nlabels;
@@ -407,20 +407,20 @@ meta_plan_level(struct mp_state *ps, int level, int64_t a, int64_t z)
 		if (d < ndone && done[d] == b * step &&
 		    meta_plan_answer(ps, b * step, rows, nrows, at, ngroups)) {
 			if (run >= 0 && meta_plan_level(ps, level - 1,
-			    run * step * MP_NS, b * step * MP_NS) == -1)
+			    run * step * META_PLAN_NS, b * step * META_PLAN_NS) == -1)
 				goto out;
 			run = -1;
-			meta_plan_cover(ps, b * step * MP_NS,
-			    (b + 1) * step * MP_NS);
+			meta_plan_cover(ps, b * step * META_PLAN_NS,
+			    (b + 1) * step * META_PLAN_NS);
 			continue;
 		}
 		if (run < 0)
 			run = b;
 	}
-	if (run >= 0 && meta_plan_level(ps, level - 1, run * step * MP_NS,
-	    last * step * MP_NS) == -1)
+	if (run >= 0 && meta_plan_level(ps, level - 1, run * step * META_PLAN_NS,
+	    last * step * META_PLAN_NS) == -1)
 		goto out;
-	ret = meta_plan_level(ps, level - 1, last * step * MP_NS, z);
+	ret = meta_plan_level(ps, level - 1, last * step * META_PLAN_NS, z);
 out:
 	for (g = 0; g <= ngroups; g++)
 		meta_plan_rows_free(rows[g], nrows[g]);
@@ -433,7 +433,7 @@ out:
 
 /* Resolves the query's labels: 1 if a pair does not exist (no match). */
 static int
-meta_plan_labels(struct mp_state *ps)
+meta_plan_labels(struct meta_plan_state *ps)
 {
 	sqlite3_stmt	*s;
 	size_t		 i;
@@ -471,7 +471,7 @@ int
 meta_plan_query(struct meta_pool *pool, const struct store_query *q,
     struct store_plan *out, char **cause)
 {
-	struct mp_state	 ps;
+	struct meta_plan_state	 ps;
 	int64_t		 to;
 	int		 rc = -1;
 

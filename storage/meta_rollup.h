@@ -1,7 +1,8 @@
 /*
- * Rollups in the SQLite metadata (meta_rollup.c builds and keeps them,
- * meta_plan.c reads them for time-window merges). Not for use outside
- * storage/. docs/DESIGN.md, "Rollups", has the whole design.
+ * Rollups in the SQLite metadata: meta_compact.c builds them,
+ * meta_rollup_maint.c keeps them, meta_plan.c reads them for time-window
+ * merges, over meta_rollup.c's helpers. Not for use outside storage/.
+ * docs/DESIGN.md, "Rollups", has the whole design.
  */
 #ifndef PROFD_META_ROLLUP_H
 #define PROFD_META_ROLLUP_H
@@ -9,10 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sqlite3.h>
+
 #include "storage/store.h"
 
 struct meta_sqlite;
 struct meta_pool;
+struct meta_conn;
 
 /*
  * The rollup tables, part of meta_sqlite.c's schema:
@@ -64,28 +68,28 @@ void	meta_rollup_name(int64_t rid, char out[STORE_ID_LEN + 1]);
 /* rid of a rollup blob name; 0 if name is not one. */
 int64_t	meta_rollup_rid(const char *name);
 
-/* store_compact_next; rollup ids are given at commit (next_rid). */
-int	meta_rollup_next(struct meta_sqlite *, int64_t now_ns,
+/* store_compact_next (meta_compact.c); rids are given by the caller. */
+int	meta_compact_next(struct meta_sqlite *, int64_t now_ns,
 	    int64_t delay_ns, int64_t after_ns, struct store_compaction **out,
 	    char **cause);
 /*
  * The transaction of store_compact_commit (blobs already durable, each
  * r[i].rid set).
  */
-int	meta_rollup_commit(struct meta_sqlite *, struct store_compaction **c,
+int	meta_compact_commit(struct meta_sqlite *, struct store_compaction **c,
 	    size_t n, char **cause);
 /* store_compact_abandon. */
-int	meta_rollup_abandon(struct meta_sqlite *, struct store_compaction *,
+int	meta_compact_abandon(struct meta_sqlite *, struct store_compaction *,
 	    char **cause);
 
 /*
- * Retention: deletes up to batch rollup rows (and bucket marks) of
+ * Retention (meta_rollup_maint.c): deletes up to batch rollup rows (and bucket marks) of
  * buckets starting before cutoff (ns). *names: OUT blob names of the
  * deleted rows that had a blob (free with store_strings_free), *bytes:
  * OUT their sizes, rows[level]: OUT (added to) rows deleted by level; *n:
  * OUT rows deleted.
  */
-int	meta_rollup_delete_before(struct meta_sqlite *, int64_t cutoff,
+int	meta_rollup_maint_delete_before(struct meta_sqlite *, int64_t cutoff,
 	    size_t batch, char ***names, size_t *nnames, int64_t *bytes,
 	    int64_t *rows, size_t *n, char **cause);
 /*
@@ -95,12 +99,12 @@ int	meta_rollup_delete_before(struct meta_sqlite *, int64_t cutoff,
  * finding orphan blobs; *maxrid: OUT the largest rid of any row; st: OUT
  * rows by level and bytes; *dropped: OUT rows dropped.
  */
-int	meta_rollup_recover(struct meta_sqlite *,
+int	meta_rollup_maint_recover(struct meta_sqlite *,
 	    int (*has_blob)(void *, const char *), void *arg, int64_t **rids,
 	    size_t *nrids, int64_t *maxrid, struct store_rollup_stats *st,
 	    size_t *dropped, char **cause);
 /* The queue and the oldest profile not compacted yet (st's other fields). */
-int	meta_rollup_queue(struct meta_sqlite *, struct store_rollup_stats *st,
+int	meta_rollup_maint_queue(struct meta_sqlite *, struct store_rollup_stats *st,
 	    char **cause);
 
 /* store_plan (meta_plan.c). */
@@ -109,10 +113,31 @@ int	meta_plan_query(struct meta_pool *, const struct store_query *q,
 
 /*
  * Label-id sets as text ("3,17,40", sorted): parses s into *v (free),
- * and tests whether every id of want[0..nwant) is in s.
+ * tests whether every id of want[0..nwant) is in s, formats a sorted set,
+ * finds id in a sorted set.
  */
 size_t	meta_rollup_ids_parse(const char *s, int64_t **v);
 int	meta_rollup_ids_cover(const char *s, const int64_t *want,
 	    size_t nwant);
+char	*meta_rollup_ids_format(const int64_t *v, size_t n);
+int	meta_rollup_has(const int64_t *v, size_t n, int64_t id);
+/* qsort/bsearch comparison of int64_t. */
+int	meta_rollup_cmp_i64(const void *, const void *);
+
+/* Prepares sql on c: NULL with *cause. */
+sqlite3_stmt	*meta_rollup_prepare(struct meta_conn *c, const char *sql,
+		    char **cause);
+/* Binds service, type and level as ?1, ?2, ?3. */
+void	meta_rollup_bind_key(sqlite3_stmt *s, const char *service,
+	    const char *type, int level);
+/* 1 if bucket (level, b) of service and type is done, 0 not, -1 error. */
+int	meta_rollup_is_done(struct meta_conn *c, const char *service,
+	    const char *type, int level, int64_t b, char **cause);
+/* Runs sql binding each of v[0..n) as ?1, in one transaction. */
+int	meta_rollup_write_ints(struct meta_sqlite *, const char *sql,
+	    const int64_t *v, size_t n, char **cause);
+/* Deletes the waiting mark of an hour or day that cannot be compacted. */
+int	meta_rollup_drop_todo(struct meta_sqlite *, const char *service,
+	    const char *type, int level, int64_t bucket, char **cause);
 
 #endif

@@ -52,8 +52,9 @@ store_put(struct store *st, const struct profile_meta *m, const void *blob,
 	return st->ops->put(st->be, m, blob, len, cause);
 }
 
-/* The rollup levels' bucket sizes, seconds: a minute, an hour, a day. */
-const int64_t store_rollup_step[STORE_ROLLUP_LEVELS] = { 60, 3600, 86400 };
+/* The rollup levels' bucket sizes, seconds: a minute, ten, an hour, a day. */
+const int64_t store_rollup_step[STORE_ROLLUP_LEVELS] = { 60, 600, 3600,
+    86400 };
 
 /* The pieces of a time-window merge. */
 int

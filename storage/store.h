@@ -208,13 +208,13 @@ int	store_rebuild(const char *data_dir, store_legacy_cb legacy, void *arg,
 
 /*
  * Rollups (docs/DESIGN.md, "Rollups"): merged profiles per bucket of
- * STORE_ROLLUP_STEP[level] seconds (a minute, an hour, a day), one per
+ * store_rollup_step[level] seconds (a minute, ten, an hour, a day), one per
  * group (every profile of a service and type, or those carrying one
  * label pair) and set of sample types, built in the background by
  * compaction and used by time-window merges in place of the profiles
  * they hold.
  */
-#define STORE_ROLLUP_LEVELS	3
+#define STORE_ROLLUP_LEVELS	4
 extern const int64_t store_rollup_step[STORE_ROLLUP_LEVELS];
 
 /*
@@ -250,7 +250,7 @@ void	store_plan_clear(struct store_plan *);
  * rollups). A rollup of at most STORE_ROLLUP_REFS stored profiles is
  * recorded as their ids (refs), without bytes of its own.
  */
-#define STORE_ROLLUP_REFS	8
+#define STORE_ROLLUP_REFS	16
 struct store_rollup {
 	char		**pieces;
 	size_t		  npieces;

@@ -209,7 +209,9 @@ is "$HTTP_CODE" 401 "no token: 401"
 full=$(tl "service=cpuburn&type=cpu&$WIN")
 profd_stop
 sqlite3 "$PROFD_DIR/meta.db" "DROP INDEX profiles_no_totals; DROP TABLE timeline;
-    ALTER TABLE profiles DROP COLUMN totals; PRAGMA user_version = 1;"
+    ALTER TABLE profiles DROP COLUMN totals; DROP INDEX profiles_loose;
+    DROP TABLE rollups; DROP TABLE rollup_buckets;
+    ALTER TABLE profiles DROP COLUMN rolled; PRAGMA user_version = 1;"
 is "$(sqlite3 "$PROFD_DIR/meta.db" 'PRAGMA user_version')" 1 "meta.db turned back into schema 1"
 profd_start --auth-file "$T_TMP/tokens" || { not_ok "profd restarts"; done_testing; }
 pending=$(api "/api/0/timeline?service=cpuburn&type=cpu&$WIN" "${R[@]}" | jq -r .body.pending)

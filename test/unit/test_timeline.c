@@ -264,7 +264,7 @@ timeline_rows(void)
 	return n;
 }
 
-/* Turns meta.db back into schema 1 (no totals, no timeline). */
+/* Turns meta.db back into schema 1 (no totals, timeline or rollups). */
 static int
 downgrade(void)
 {
@@ -277,6 +277,8 @@ downgrade(void)
 		return -1;
 	rc = sqlite3_exec(db, "DROP INDEX profiles_no_totals; "
 	    "DROP TABLE timeline; ALTER TABLE profiles DROP COLUMN totals; "
+	    "DROP INDEX profiles_loose; DROP TABLE rollups; "
+	    "DROP TABLE rollup_buckets; ALTER TABLE profiles DROP COLUMN rolled; "
 	    "PRAGMA user_version = 1", NULL, NULL, NULL);
 	sqlite3_close(db);
 	return rc == SQLITE_OK ? 0 : -1;
