@@ -8,7 +8,9 @@
  * run); when nothing is due it looks again a second later. A merge short
  * of memory because others hold it is retried later; a bucket that cannot
  * be merged at all (every input unreadable, or alone bigger than
- * --merge-memory) is given up: its profiles are read as they are. The
+ * --merge-memory) is given up: its profiles are read as they are. When
+ * nothing is due, profiles that arrived after their bucket was compacted
+ * are healed once none has arrived for the delay (store_compact_heal). The
  * loop thread owns the state except the job's result, which the worker
  * writes before done() runs.
  */
@@ -142,7 +144,7 @@ compact_work(struct pool_job *pj)
 	struct compact *c = (struct compact *)pj;
 	struct store_compaction *batch[COMPACT_BATCH], *sc;
 	int64_t start = clock_mono_ns(), after = 0;
-	size_t n = 0, i;
+	size_t n = 0, i, healed = 0;
 	int rc;
 
 	free(c->cause);
@@ -174,6 +176,18 @@ compact_work(struct pool_job *pj)
 			break;		/* hours and days go alone */
 		if (clock_mono_ns() - start > COMPACT_BATCH_MS * 1000000LL)
 			break;
+	}
+	if (n == 0 && !c->failed && !c->did) {
+		/* Nothing due: late profiles may be taken in again. */
+		if (store_compact_heal(c->store, c->delay_ns, &healed,
+		    &c->cause) != 0)
+			c->failed = 1;
+		else if (healed > 0) {
+			log_info("compaction: %zu minutes with profiles that "
+			    "arrived late reopened, to be rolled up again",
+			    healed);
+			c->did = 1;
+		}
 	}
 	if (n > 0 && store_compact_commit(c->store, batch, n,
 	    c->cause ? NULL : &c->cause) != 0)

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "storage/blobmeta.h"
@@ -42,6 +43,8 @@ struct embedded {
 	pthread_mutex_t		 mu;		/* guards the fields below */
 	int64_t			 next_rid;
 	struct store_rollup_stats rst;		/* rows and bytes */
+	int64_t			 late_maxpk;	/* the newest late profile */
+	int64_t			 late_since;	/* ... seen since (mono ns) */
 };
 
 /* Closes the backend. */
@@ -613,6 +616,49 @@ embedded_compact_abandon(void *be, struct store_compaction *c,
 	return meta_compact_abandon(e->meta, c, cause);
 }
 
+/* Heals late profiles once none has arrived for quiet_ns. */
+static int
+embedded_compact_heal(void *be, int64_t quiet_ns, size_t *minutes,
+    char **cause)
+{
+	struct embedded			*e = be;
+	struct store_rollup_stats	 gone;
+	int64_t				 count, maxpk, now = clock_mono_ns();
+	char				**names = NULL, *why = NULL;
+	size_t				  nnames = 0, i;
+	int				  quiet;
+
+	*minutes = 0;
+	if (meta_rollup_maint_late(e->meta, &count, &maxpk, cause) == -1)
+		return -1;
+	pthread_mutex_lock(&e->mu);
+	if (count > 0 && maxpk != e->late_maxpk) {
+		e->late_maxpk = maxpk;
+		e->late_since = now;
+	}
+	quiet = count > 0 && now - e->late_since >= quiet_ns;
+	pthread_mutex_unlock(&e->mu);
+	if (!quiet)
+		return 0;
+	if (meta_rollup_maint_heal(e->meta, &names, &nnames, minutes, &gone,
+	    cause) == -1)
+		return -1;
+	for (i = 0; i < nnames; i++) {
+		if (blobs_remove(e->rollups, names[i], 0, &why) == -1) {
+			log_warn("%s: %s", __func__, why);
+			free(why);
+			why = NULL;
+		}
+	}
+	store_strings_free(names, nnames);
+	pthread_mutex_lock(&e->mu);
+	for (i = 0; i < STORE_ROLLUP_LEVELS; i++)
+		e->rst.rollups[i] -= gone.rollups[i];
+	e->rst.bytes -= gone.bytes;
+	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
 /* Rollup figures: rows and bytes kept here, the queue read. */
 static int
 embedded_rollup_stats(void *be, struct store_rollup_stats *st, char **cause)
@@ -644,6 +690,7 @@ const struct store_ops embedded_store_ops = {
 	.compact_next = embedded_compact_next,
 	.compact_commit = embedded_compact_commit,
 	.compact_abandon = embedded_compact_abandon,
+	.compact_heal = embedded_compact_heal,
 	.rollup_stats = embedded_rollup_stats,
 	.rebuild = meta_rebuild_run,
 };

@@ -107,6 +107,22 @@ int	meta_rollup_maint_recover(struct meta_sqlite *,
 int	meta_rollup_maint_queue(struct meta_sqlite *, struct store_rollup_stats *st,
 	    char **cause);
 
+/* Late profiles (rolled = 0): how many, and the newest's pk (0: none). */
+int	meta_rollup_maint_late(struct meta_sqlite *, int64_t *count,
+	    int64_t *maxpk, char **cause);
+/*
+ * Healing: in one transaction, every minute of the oldest day (of one
+ * service and type) that holds late profiles is reopened: its profiles
+ * fresh again, the rows and done marks of the minute and of the buckets
+ * over it deleted (those queued again), so compaction rebuilds them with
+ * the late ones in. *names: OUT blobs of deleted rows (free with
+ * store_strings_free); *minutes: OUT minutes reopened; gone: OUT rows by
+ * level and bytes deleted.
+ */
+int	meta_rollup_maint_heal(struct meta_sqlite *, char ***names,
+	    size_t *nnames, size_t *minutes, struct store_rollup_stats *gone,
+	    char **cause);
+
 /* store_plan (meta_plan.c). */
 int	meta_plan_query(struct meta_pool *, const struct store_query *q,
 	    struct store_plan *out, char **cause);

@@ -256,3 +256,184 @@ out:
 	meta_conn_put(&ms->pool, c);
 	return ret;
 }
+
+/* The late profiles: how many, and the newest row's pk (0: none). */
+int
+meta_rollup_maint_late(struct meta_sqlite *ms, int64_t *count, int64_t *maxpk,
+    char **cause)
+{
+	struct meta_conn	*c;
+	sqlite3_stmt		*s;
+	int			 ret = -1;
+
+	*count = *maxpk = 0;
+	if ((c = meta_conn_get(&ms->pool, cause)) == NULL)
+		return -1;
+	if ((s = meta_rollup_prepare(c, "SELECT count(*), max(pk) FROM "
+	    "profiles INDEXED BY profiles_loose WHERE rolled <= 0 AND "
+	    "rolled = 0", cause)) != NULL) {
+		if (sqlite3_step(s) == SQLITE_ROW) {
+			*count = sqlite3_column_int64(s, 0);
+			*maxpk = sqlite3_column_int64(s, 1);
+			ret = 0;
+		} else
+			meta_conn_error(c->db, cause, "count late profiles");
+		sqlite3_finalize(s);
+	}
+	meta_conn_put(&ms->pool, c);
+	return ret;
+}
+
+/*
+ * Reopens one bucket (level, b): deletes its rows and done mark (names
+ * of deleted blobs appended to *names) and, above the minute, queues it
+ * again. In the open transaction.
+ */
+static int
+meta_rollup_maint_reopen_bucket(struct meta_conn *w, const char *service,
+    const char *type, int level, int64_t b, char ***names, size_t *nnames,
+    struct store_rollup_stats *gone, char **cause)
+{
+	sqlite3_stmt	*s;
+	char		 name[STORE_ID_LEN + 1];
+	int		 rc;
+
+	if ((s = meta_rollup_prepare(w, "DELETE FROM rollups WHERE service = "
+	    "?1 AND type = ?2 AND level = ?3 AND bucket = ?4 RETURNING rid, "
+	    "profile, size", cause)) == NULL)
+		return -1;
+	meta_rollup_bind_key(s, service, type, level);
+	sqlite3_bind_int64(s, 4, b);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		gone->rollups[level]++;
+		if (sqlite3_column_type(s, 1) != SQLITE_NULL)
+			continue;
+		gone->bytes += sqlite3_column_int64(s, 2);
+		meta_rollup_name(sqlite3_column_int64(s, 0), name);
+		*names = xreallocarray(*names, *nnames + 1, sizeof **names);
+		(*names)[(*nnames)++] = xstrdup(name);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return meta_conn_error(w->db, cause, "reopen rollups");
+	if ((s = meta_rollup_prepare(w, level == 0 ? "DELETE FROM "
+	    "rollup_buckets WHERE service = ?1 AND type = ?2 AND level = ?3 "
+	    "AND bucket = ?4" : "INSERT INTO rollup_buckets (service, type, "
+	    "level, bucket, done) VALUES (?1, ?2, ?3, ?4, 0) ON CONFLICT "
+	    "(service, type, level, bucket) DO UPDATE SET done = 0",
+	    cause)) == NULL)
+		return -1;
+	meta_rollup_bind_key(s, service, type, level);
+	sqlite3_bind_int64(s, 4, b);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return meta_conn_error(w->db, cause, "reopen bucket");
+	return 0;
+}
+
+/*
+ * Reopens the minutes of one service, type and day that hold late
+ * profiles (the oldest such day): see meta_rollup.h.
+ */
+int
+meta_rollup_maint_heal(struct meta_sqlite *ms, char ***names, size_t *nnames,
+    size_t *minutes, struct store_rollup_stats *gone, char **cause)
+{
+	struct meta_conn	*w = ms->writer;
+	sqlite3_stmt		*s = NULL, *u = NULL;
+	char			*service = NULL, *type = NULL;
+	int64_t			 day = 0, m, last = -1, at, b;
+	int			 rc, level, ret = -1;
+
+	*names = NULL;
+	*nnames = *minutes = 0;
+	memset(gone, 0, sizeof *gone);
+	meta_sqlite_writer_acquire(ms);
+	if (meta_conn_exec(w->db, "BEGIN IMMEDIATE", cause, "begin") == -1)
+		goto out;
+	if ((s = meta_rollup_prepare(w, "SELECT service, type, created_at "
+	    "FROM profiles INDEXED BY profiles_loose WHERE rolled <= 0 AND "
+	    "rolled = 0 ORDER BY created_at LIMIT 1", cause)) == NULL)
+		goto rollback;
+	if ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		service = xstrdup((const char *)sqlite3_column_text(s, 0));
+		type = xstrdup((const char *)sqlite3_column_text(s, 1));
+		day = store_timeline_bucket(sqlite3_column_int64(s, 2),
+		    store_rollup_step[STORE_ROLLUP_LEVELS - 1]);
+	}
+	sqlite3_finalize(s);
+	s = NULL;
+	if (rc != SQLITE_ROW) {
+		ret = rc == SQLITE_DONE ? 0 : meta_conn_error(w->db, cause,
+		    "find late profiles");
+		goto rollback;
+	}
+	day *= store_rollup_step[STORE_ROLLUP_LEVELS - 1];
+	/* The day's late profiles, minute by minute. */
+	if ((s = meta_rollup_prepare(w, "SELECT created_at FROM profiles "
+	    "INDEXED BY profiles_loose WHERE rolled <= 0 AND rolled = 0 AND "
+	    "created_at >= ?1 AND created_at < ?2 AND service = ?3 AND "
+	    "type = ?4 ORDER BY created_at", cause)) == NULL ||
+	    (u = meta_rollup_prepare(w, "UPDATE profiles SET rolled = -1 "
+	    "WHERE service = ?1 AND type = ?2 AND created_at >= ?3 AND "
+	    "created_at < ?4 AND rolled IN (0, 1)", cause)) == NULL)
+		goto rollback;
+	sqlite3_bind_int64(s, 1, day * META_ROLLUP_MAINT_NS);
+	sqlite3_bind_int64(s, 2, (day + store_rollup_step[
+	    STORE_ROLLUP_LEVELS - 1]) * META_ROLLUP_MAINT_NS);
+	sqlite3_bind_text(s, 3, service, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, type, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		at = sqlite3_column_int64(s, 0);
+		m = store_timeline_bucket(at, store_rollup_step[0]) *
+		    store_rollup_step[0];
+		if (m == last)
+			continue;
+		last = m;
+		(*minutes)++;
+		/* Its profiles fresh again, every bucket over it reopened. */
+		sqlite3_reset(u);
+		sqlite3_bind_text(u, 1, service, -1, SQLITE_STATIC);
+		sqlite3_bind_text(u, 2, type, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(u, 3, m * META_ROLLUP_MAINT_NS);
+		sqlite3_bind_int64(u, 4, (m + store_rollup_step[0]) *
+		    META_ROLLUP_MAINT_NS);
+		if (sqlite3_step(u) != SQLITE_DONE) {
+			meta_conn_error(w->db, cause, "reopen profiles");
+			goto rollback;
+		}
+		for (level = 0; level < STORE_ROLLUP_LEVELS; level++) {
+			b = m - m % store_rollup_step[level];
+			if (meta_rollup_maint_reopen_bucket(w, service, type,
+			    level, b, names, nnames, gone, cause) == -1)
+				goto rollback;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		meta_conn_error(w->db, cause, "read late profiles");
+		goto rollback;
+	}
+	sqlite3_finalize(s);
+	sqlite3_finalize(u);
+	s = u = NULL;
+	if (meta_conn_exec(w->db, "COMMIT", cause, "commit") == 0) {
+		ret = 0;
+		goto out;
+	}
+rollback:
+	sqlite3_finalize(s);
+	sqlite3_finalize(u);
+	sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
+	if (ret == -1) {
+		store_strings_free(*names, *nnames);
+		*names = NULL;
+		*nnames = *minutes = 0;
+	}
+	memset(gone, 0, sizeof *gone);
+out:
+	meta_sqlite_writer_release(ms);
+	free(service);
+	free(type);
+	return ret;
+}

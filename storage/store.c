@@ -89,6 +89,14 @@ store_compact_abandon(struct store *st, struct store_compaction *c,
 	return st->ops->compact_abandon(st->be, c, cause);
 }
 
+/* Heals late profiles into rollups. */
+int
+store_compact_heal(struct store *st, int64_t quiet_ns, size_t *minutes,
+    char **cause)
+{
+	return st->ops->compact_heal(st->be, quiet_ns, minutes, cause);
+}
+
 /* Rollup figures for /metrics. */
 int
 store_rollup_stats(struct store *st, struct store_rollup_stats *rs,

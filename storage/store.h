@@ -305,6 +305,15 @@ int	store_compact_commit(struct store *, struct store_compaction **c,
  */
 int	store_compact_abandon(struct store *, struct store_compaction *,
 	    char **cause);
+/*
+ * Heals late profiles: once none has arrived for quiet_ns, the minutes of
+ * one day that hold late profiles are reopened, so compaction takes them
+ * into rollups again (a history imported while compaction ran would
+ * otherwise be merged profile by profile for good). *minutes: OUT how
+ * many were reopened (0: nothing to do yet).
+ */
+int	store_compact_heal(struct store *, int64_t quiet_ns, size_t *minutes,
+	    char **cause);
 void	store_compaction_free(struct store_compaction *);
 
 /* Rollup figures for /metrics. */

@@ -48,6 +48,8 @@ struct store_ops {
 			    char **cause);
 	int		 (*compact_abandon)(void *be,
 			    struct store_compaction *c, char **cause);
+	int		 (*compact_heal)(void *be, int64_t quiet_ns,
+			    size_t *minutes, char **cause);
 	int		 (*rollup_stats)(void *be,
 			    struct store_rollup_stats *st, char **cause);
 	/* Not on an open store: rebuilds its metadata (store_rebuild). */

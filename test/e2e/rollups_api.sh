@@ -9,7 +9,8 @@
 # profile carries, two pairs; windows cut inside minutes, an hour, across
 # midnight) must equal pprof's merge of the files in the window, while
 # reading rollups (X-Profd-Merge-Inputs). Then: late arrivals into
-# compacted minutes, hours and days are counted once; the copy is
+# compacted minutes, hours and days are counted once, and rolled up again
+# once none has arrived for --rollup-delay; the copy is
 # compacted under repeated kill -9 and still merges exactly, with no
 # orphan blob; retention cutting the data in the middle of an hour and a
 # day removes the rollups over it; /metrics shows the figures.
@@ -177,7 +178,12 @@ check "cpu has day rollups ($n)" [ "$n" -gt 0 ]
 
 # --- late arrivals ------------------------------------------------------
 # Into a compacted minute (slot 3), an hour with no profile in that
-# minute, and a compacted day; they stay loose and count once.
+# minute, and a compacted day. With --rollup-delay 1h (the data is days
+# old: compaction goes on) they stay loose and count once; then, with
+# 1s, none arriving for that long heals them: their minutes are reopened
+# and rolled up again.
+profd_stop
+profd_start --rollup-delay 1h || { not_ok "profd restarts (1h)"; done_testing; }
 mapfile -t cpufs < <(files_of cpu)
 late=0
 for off in $((3 * 1200 + 30)) $((2 * 3600 + 1500)) $((5 * 3600 + 45)) $((7 * 3600 + 3000)); do
@@ -191,13 +197,35 @@ for off in $((3 * 1200 + 30)) $((2 * 3600 + 1500)) $((5 * 3600 + 45)) $((7 * 360
 	done
 	late=$((late + 2))
 done
-check "compaction settles after $late late arrivals" compacted
-n=$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE rolled = 0")
-is "$n" "$late" "the late profiles stay out of rollups (rolled = 0)"
+for i in $(seq 1 100); do
+	[ "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE rolled = 0")" = "$late" ] && break
+	sleep 0.2
+done
+is "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE rolled = 0")" "$late" \
+    "the $late late profiles are flagged and stay out of rollups (rolled = 0)"
 window cpu 0 4102444800 "" 1
 window cpu $((T0 + 2 * 3600)) $((T0 + 3 * 3600)) "" 1
 window cpu $((T0 + 3 * 1200)) $((T0 + 3 * 1200 + 60)) "region=r1" 0
 window cpu $((T0 + 4 * 3600)) $((T0 + 8 * 3600 - 1)) "instance_id=7" 0
+profd_stop
+profd_start --rollup-delay 1s || { not_ok "profd restarts (1s)"; done_testing; }
+for i in $(seq 1 150); do
+	[ "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE rolled = 0")" = 0 ] && break
+	sleep 0.2
+done
+is "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE rolled = 0")" 0 \
+    "quiet for --rollup-delay: the late profiles are reopened ..."
+check "... and compacted again" compacted
+is "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE rolled <= 0")" 0 \
+    "... into rollups (no profile left loose)"
+check "the log says so" grep -q "arrived late reopened" "$PROFD_LOG"
+window cpu 0 4102444800 "" 1
+window cpu $((T0 + 2 * 3600)) $((T0 + 3 * 3600)) "" 1
+window cpu $((T0 + 3 * 1200)) $((T0 + 3 * 1200 + 60)) "" 1
+window cpu $((T0 + 4 * 3600)) $((T0 + 8 * 3600 - 1)) "instance_id=7" 0
+blobs=$(find "$PROFD_DIR/rollups" -type f | wc -l)
+rows=$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM rollups WHERE profile IS NULL")
+is "$blobs" "$rows" "after healing every rollup blob has its row and every row its blob"
 profd_stop
 
 # --- kill -9 during compaction --------------------------------------------
