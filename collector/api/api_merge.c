@@ -335,7 +335,7 @@ api_merge_report_mismatch(struct httpjob *job, const struct params_query *qa,
  */
 static int
 api_merge_select_window(struct httpjob *job, const struct params_query *qa,
-    int empty_ok, char ***ids, size_t *nids)
+    int empty_ok, char ***ids, size_t *nids, int64_t *profiles)
 {
 	struct store_plan plan;
 	const char **types;
@@ -376,8 +376,9 @@ api_merge_select_window(struct httpjob *job, const struct params_query *qa,
 	}
 	left = api_merge_pick_types(types, weight, plan.n, keep);
 	api_merge_report_mismatch(job, qa, left, plan.profiles);
+	*profiles = plan.profiles - left;
 	httpjob_header(job, "X-Profd-Merge-Profiles", "%lld",
-	    (long long)(plan.profiles - left));
+	    (long long)*profiles);
 	httpjob_header(job, "X-Profd-Merge-Inputs", "%zu (%zu rollups)",
 	    plan.n, plan.rollups);
 	*ids = xcalloc(plan.n, sizeof **ids);
@@ -395,7 +396,7 @@ api_merge_select_window(struct httpjob *job, const struct params_query *qa,
 /* Worker: the ids a query selects for a merge; see api_merge.h. */
 int
 api_merge_select(struct httpjob *job, const struct params_query *qa,
-    int empty_ok, char ***ids, size_t *nids)
+    int empty_ok, char ***ids, size_t *nids, int64_t *profiles)
 {
 	struct store_query q = qa->q;
 	struct profile_meta *metas;
@@ -407,8 +408,10 @@ api_merge_select(struct httpjob *job, const struct params_query *qa,
 
 	*ids = NULL;
 	*nids = 0;
+	*profiles = 0;
 	if (q.limit == 0 && q.type != NULL)
-		return api_merge_select_window(job, qa, empty_ok, ids, nids);
+		return api_merge_select_window(job, qa, empty_ok, ids, nids,
+		    profiles);
 	if (q.limit == 0 || q.limit > max)
 		q.limit = max + 1;
 	if (store_list(job->env->store, &q, &metas, &n, &cause) != 0) {
@@ -449,6 +452,7 @@ api_merge_select(struct httpjob *job, const struct params_query *qa,
 	free(weight);
 	free(keep);
 	store_meta_free_array(metas, n);
+	*profiles = (int64_t)*nids;
 	return 0;
 }
 
@@ -457,8 +461,10 @@ static void
 api_merge_query_work(struct httpjob *job)
 {
 	struct api_merge_args *ma = job->arg;
+	int64_t profiles;
 
-	if (api_merge_select(job, &ma->qa, 0, &ma->ids, &ma->nids) != 0)
+	if (api_merge_select(job, &ma->qa, 0, &ma->ids, &ma->nids,
+	    &profiles) != 0)
 		return;
 	if (ma->head)
 		api_merge_head_reply(job, ma);

@@ -1,6 +1,6 @@
 /*
- * Merged downloads: by query (service, type, time range, labels) or by a
- * list of ids. Both run as watched jobs on the merge pool, at most
+ * Merged downloads: by query (service, type, time range, labels: read
+ * from rollups where compaction made them) or by a list of ids. Both run as watched jobs on the merge pool, at most
  * --max-merges at once, so a client that goes away cancels the merge.
  */
 #ifndef PROFD_API_MERGE_H
@@ -23,13 +23,16 @@ void	api_merge_ids(struct env *, struct evhttp_request *,
 	    const char *ids);
 
 /*
- * Worker: the ids of the profiles qa selects for a merge (at most
- * --max-merge-profiles; those with the most common set of sample types).
- * 0 with *ids and *nids (caller frees; none if nothing matched and
- * empty_ok), or -1 with the job answered (404, 413, 500).
+ * Worker: the inputs of the merge qa selects: without a limit, the
+ * window's rollups and the profiles no rollup of it holds (store_plan);
+ * with one, the newest profiles (at most --max-merge-profiles). Those
+ * with the most common set of sample types. 0 with *ids and *nids
+ * (caller frees; none if nothing matched and empty_ok) and *profiles
+ * (how many stored profiles they hold), or -1 with the job answered
+ * (404, 413, 500).
  */
 int	api_merge_select(struct httpjob *, const struct params_query *qa,
-	    int empty_ok, char ***ids, size_t *nids);
+	    int empty_ok, char ***ids, size_t *nids, int64_t *profiles);
 /*
  * Worker: merges the stored profiles ids on the merge pool into one
  * gzipped pprof (raw: not gzipped). 0 with *out (caller frees) and

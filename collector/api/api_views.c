@@ -297,11 +297,12 @@ api_views_load(struct httpjob *job, struct api_views_sel *s,
 	uint8_t *out;
 	size_t outlen;
 	char *cause = NULL;
+	int64_t profiles = 0;
 
 	*prof = NULL;
 	*count = 0;
 	if (s->by_query && api_merge_select(job, &s->qa, 1, &s->ids,
-	    &s->nids) != 0)
+	    &s->nids, &profiles) != 0)
 		return -1;
 	if (s->nids == 0)
 		return 0;
@@ -322,7 +323,7 @@ api_views_load(struct httpjob *job, struct api_views_sel *s,
 		free(cause);
 		return -1;
 	}
-	*count = s->nids;
+	*count = s->by_query ? (size_t)profiles : s->nids;
 	return 0;
 }
 

@@ -254,7 +254,9 @@ for f in $G/cpuburn/cpu_A_0[1-5].pb.gz $G/cpuburn/cpu_B_01.pb.gz; do
 	put "$f" lim cpu "set=lim"; ids=$ids${ids:++}$ID
 done
 api "/api/0/profiles/merge?service=lim&type=cpu&$W" >/dev/null
-is "$HTTP_CODE" 413 "6 matches over --max-merge-profiles 5: 413"
+is "$HTTP_CODE" 200 "a window of 6 matches merges past --max-merge-profiles 5 (window merges are not capped by it)"
+api "/api/0/profiles/merge?service=lim&type=cpu&limit=6&$W" >/dev/null
+is "$HTTP_CODE" 413 "limit=6 (the newest 6, one by one) over --max-merge-profiles 5: 413"
 check "... saying so: $BODY" grep -q 'max-merge-profiles' <<<"$BODY"
 api "/api/0/profiles/$ids" >/dev/null
 is "$HTTP_CODE" 413 "6 ids over --max-merge-profiles 5: 413 ($BODY)"
@@ -267,5 +269,23 @@ if [ "$HTTP_CODE" = 200 ] && same_rows lim "$T_TMP/lim.pb.gz" "$T_TMP/lim5.pb.gz
 else
 	not_ok "limit=5 merges the 5 newest ($HTTP_CODE)"
 fi
+profd_stop
+
+# A window holding more than 100 times --max-merge-profiles inputs not
+# rolled up yet (compaction off here) is refused, not listed.
+PROFD_DIR=
+profd_start --workers 2 --max-merge-profiles 1 --rollup-delay 0 ||
+    { not_ok "third profd starts"; done_testing; }
+bad=0
+for i in $(seq 1 101); do
+	upload "$G/cpuburn/cpu_A_01.pb.gz" "service=cap&type=cpu" >/dev/null
+	[ "$HTTP_CODE" = 200 ] || bad=$((bad + 1))
+done
+is "$bad" 0 "101 uploads"
+api "/api/0/profiles/merge?service=cap&type=cpu&$W" >/dev/null
+is "$HTTP_CODE" 413 "a window of 101 inputs over 100 x --max-merge-profiles 1: 413"
+check "... saying so: $BODY" grep -q 'wait for compaction' <<<"$BODY"
+
+profd_stop
 
 done_testing

@@ -47,11 +47,17 @@ profd_start() {
 	# profd refuses uploads older than --retention: unless a test sets
 	# retention itself (a flag or a config file), keep everything, so no
 	# test depends on today's date.
-	local keep=(--retention 0) a
+	# Likewise compaction (test/e2e/rollups_api.sh tests it) stays off
+	# unless a test turns it on: it would race the uploads of the
+	# corpus's old profiles and share --merge-memory with the merges a
+	# test measures.
+	local keep=(--retention 0) roll=(--rollup-delay 0) a
 	for a in "$@"; do
-		case "$a" in --retention|--retention=*|--config|--config=*) keep=() ;; esac
+		case "$a" in --retention|--retention=*) keep=() ;; esac
+		case "$a" in --rollup-delay|--rollup-delay=*) roll=() ;; esac
+		case "$a" in --config|--config=*) keep=() roll=() ;; esac
 	done
-	"$PROFD" --addr 127.0.0.1:0 --data-dir "$PROFD_DIR" "${keep[@]}" "$@" 2>>"$PROFD_LOG" &
+	"$PROFD" --addr 127.0.0.1:0 --data-dir "$PROFD_DIR" "${keep[@]}" "${roll[@]}" "$@" 2>>"$PROFD_LOG" &
 	PROFD_PID=$!
 	local i port=
 	for i in $(seq 1 200); do
