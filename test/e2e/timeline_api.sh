@@ -224,7 +224,7 @@ is "$(tl "service=cpuburn&type=cpu&$WIN")" "$full" "after the backfill, the time
 is "$(jq -r .body.pending "$T_TMP/tl.json")" 0 "nothing pending"
 n=$(sqlite3 "$PROFD_DIR/meta.db" 'SELECT count(*) FROM profiles')
 check "the log tells the backfill of the $n profiles" grep -q "backfill: totals of $n profiles" "$PROFD_LOG"
-is "$(sqlite3 "$PROFD_DIR/meta.db" 'PRAGMA user_version')" 2 "meta.db migrated to schema 2"
+is "$(sqlite3 "$PROFD_DIR/meta.db" 'PRAGMA user_version')" 3 "meta.db migrated to schema 3"
 
 profd_stop
 done_testing
