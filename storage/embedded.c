@@ -151,7 +151,7 @@ embedded_names_has(void *arg, const char *name)
 {
 	struct embedded_names	*nm = arg;
 
-	return bsearch(name, nm->v, nm->n, STORE_ID_LEN,
+	return nm->n > 0 && bsearch(name, nm->v, nm->n, STORE_ID_LEN,
 	    embedded_names_cmp) != NULL;
 }
 
@@ -180,7 +180,8 @@ embedded_rollup_recover(struct embedded *e, char **cause)
 
 	if (blobs_scan(e->rollups, embedded_names_cb, &nm, cause) == -1)
 		goto out;
-	qsort(nm.v, nm.n, STORE_ID_LEN, embedded_names_cmp);
+	if (nm.n > 0)
+		qsort(nm.v, nm.n, STORE_ID_LEN, embedded_names_cmp);
 	if (meta_rollup_maint_recover(e->meta, embedded_names_has, &nm, &rids,
 	    &nrids, &maxrid, &e->rst, &dropped, cause) == -1)
 		goto out;
@@ -188,8 +189,8 @@ embedded_rollup_recover(struct embedded *e, char **cause)
 		memcpy(name, nm.v + i * STORE_ID_LEN, STORE_ID_LEN);
 		name[STORE_ID_LEN] = '\0';
 		rid = meta_rollup_rid(name);
-		if (rid > 0 && bsearch(&rid, rids, nrids, sizeof *rids,
-		    embedded_cmp_i64) != NULL)
+		if (rid > 0 && nrids > 0 && bsearch(&rid, rids, nrids,
+		    sizeof *rids, embedded_cmp_i64) != NULL)
 			continue;
 		if (rid > maxrid)
 			maxrid = rid;

@@ -128,7 +128,8 @@ meta_compact_add(struct meta_compact_group *g, const char *id, int is_rollup,
 	g->is_rollup[g->n] = (unsigned char)is_rollup;
 	if (g->n++ == 0) {
 		g->common = xreallocarray(NULL, ncommon + 1, sizeof *g->common);
-		memcpy(g->common, common, ncommon * sizeof *common);
+		if (ncommon > 0)
+			memcpy(g->common, common, ncommon * sizeof *common);
 		g->ncommon = ncommon;
 		g->uniform = uniform;
 	} else {
@@ -174,7 +175,8 @@ meta_compact_add_profile(struct meta_compact_build *b, const char *id,
 {
 	size_t	i;
 
-	qsort(labels, nlabels, sizeof *labels, meta_rollup_cmp_i64);
+	if (nlabels > 0)
+		qsort(labels, nlabels, sizeof *labels, meta_rollup_cmp_i64);
 	meta_compact_add(meta_compact_group(b, 0, st), id, 0, 1, labels,
 	    nlabels, 1);
 	for (i = 0; i < nlabels; i++) {
@@ -343,7 +345,7 @@ meta_compact_take_rows(struct meta_conn *c, struct meta_compact_build *b,
 	sqlite3_bind_int64(s, 5, b1);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		bucket = sqlite3_column_int64(s, 1);
-		if (bsearch(&bucket, done, ndone, sizeof *done,
+		if (ndone == 0 || bsearch(&bucket, done, ndone, sizeof *done,
 		    meta_rollup_cmp_i64) == NULL)
 			continue;
 		st = (const char *)sqlite3_column_text(s, 3);

@@ -66,7 +66,8 @@ meta_rollup_ids_parse(const char *s, int64_t **v)
 			break;
 		s = *end == ',' ? end + 1 : end;
 	}
-	qsort(*v, n, sizeof **v, meta_rollup_cmp_i64);
+	if (n > 0)
+		qsort(*v, n, sizeof **v, meta_rollup_cmp_i64);
 	return n;
 }
 /* 1 if every id of want is in the set s. */
@@ -78,7 +79,7 @@ meta_rollup_ids_cover(const char *s, const int64_t *want, size_t nwant)
 	int	 ok = 1;
 
 	for (i = 0; i < nwant && ok; i++)
-		ok = bsearch(&want[i], v, n, sizeof *v,
+		ok = n > 0 && bsearch(&want[i], v, n, sizeof *v,
 		    meta_rollup_cmp_i64) != NULL;
 	free(v);
 	return ok;
@@ -199,5 +200,6 @@ meta_rollup_drop_todo(struct meta_sqlite *ms, const char *service,
 int
 meta_rollup_has(const int64_t *v, size_t n, int64_t id)
 {
-	return bsearch(&id, v, n, sizeof *v, meta_rollup_cmp_i64) != NULL;
+	return n > 0 && bsearch(&id, v, n, sizeof *v,
+	    meta_rollup_cmp_i64) != NULL;
 }
