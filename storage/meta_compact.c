@@ -488,29 +488,6 @@ meta_compact_finish(struct meta_compact_build *b, const char *service, const cha
 	return c;
 }
 
-/* Frees a compaction. */
-void
-store_compaction_free(struct store_compaction *c)
-{
-	size_t	i, j;
-
-	if (c == NULL)
-		return;
-	for (i = 0; i < c->n; i++) {
-		for (j = 0; j < c->r[i].npieces; j++)
-			free(c->r[i].pieces[j]);
-		free(c->r[i].pieces);
-		free(c->r[i].sample_types);
-		free(c->r[i].common);
-		free(c->r[i].bytes);
-	}
-	free(c->r);
-	free(c->mark);
-	free(c->service);
-	free(c->type);
-	free(c);
-}
-
 
 /* 1 if bucket (level, b) or a bucket around it is done. */
 static int

@@ -508,15 +508,3 @@ out:
 	free(ps.cause);
 	return rc;
 }
-
-/* Frees a plan's pieces. */
-void
-store_plan_clear(struct store_plan *p)
-{
-	size_t	i;
-
-	for (i = 0; i < p->n; i++)
-		free(p->p[i].sample_types);
-	free(p->p);
-	memset(p, 0, sizeof *p);
-}

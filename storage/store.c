@@ -89,6 +89,41 @@ store_compact_abandon(struct store *st, struct store_compaction *c,
 	return st->ops->compact_abandon(st->be, c, cause);
 }
 
+/* Frees a plan's pieces. */
+void
+store_plan_clear(struct store_plan *p)
+{
+	size_t	i;
+
+	for (i = 0; i < p->n; i++)
+		free(p->p[i].sample_types);
+	free(p->p);
+	memset(p, 0, sizeof *p);
+}
+
+/* Frees a compaction. */
+void
+store_compaction_free(struct store_compaction *c)
+{
+	size_t	i, j;
+
+	if (c == NULL)
+		return;
+	for (i = 0; i < c->n; i++) {
+		for (j = 0; j < c->r[i].npieces; j++)
+			free(c->r[i].pieces[j]);
+		free(c->r[i].pieces);
+		free(c->r[i].sample_types);
+		free(c->r[i].common);
+		free(c->r[i].bytes);
+	}
+	free(c->r);
+	free(c->mark);
+	free(c->service);
+	free(c->type);
+	free(c);
+}
+
 /* Heals late profiles into rollups. */
 int
 store_compact_heal(struct store *st, int64_t quiet_ns, size_t *minutes,
