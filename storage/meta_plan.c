@@ -401,24 +401,22 @@ meta_plan_level(struct meta_plan_state *ps, int level, int64_t a, int64_t z)
 		    &nrows[g]) == -1)
 			goto out;
 	}
-	for (b = first; b < last; b++) {
-		while (d < ndone && done[d] < b * step)
-			d++;
-		if (d < ndone && done[d] == b * step &&
-		    meta_plan_answer(ps, b * step, rows, nrows, at, ngroups)) {
-			if (run >= 0 && meta_plan_level(ps, level - 1,
-			    run * step * META_PLAN_NS, b * step * META_PLAN_NS) == -1)
-				goto out;
-			run = -1;
-			meta_plan_cover(ps, b * step * META_PLAN_NS,
-			    (b + 1) * step * META_PLAN_NS);
+	/* Walk the done buckets only (a window of centuries costs what its
+	 * compacted buckets do); the gaps between answered ones go down. */
+	run = first;
+	for (d = 0; d < ndone; d++) {
+		b = done[d] / step;
+		if (!meta_plan_answer(ps, done[d], rows, nrows, at, ngroups))
 			continue;
-		}
-		if (run < 0)
-			run = b;
+		if (run < b && meta_plan_level(ps, level - 1,
+		    run * step * META_PLAN_NS, b * step * META_PLAN_NS) == -1)
+			goto out;
+		meta_plan_cover(ps, b * step * META_PLAN_NS,
+		    (b + 1) * step * META_PLAN_NS);
+		run = b + 1;
 	}
-	if (run >= 0 && meta_plan_level(ps, level - 1, run * step * META_PLAN_NS,
-	    last * step * META_PLAN_NS) == -1)
+	if (run < last && meta_plan_level(ps, level - 1,
+	    run * step * META_PLAN_NS, last * step * META_PLAN_NS) == -1)
 		goto out;
 	ret = meta_plan_level(ps, level - 1, last * step * META_PLAN_NS, z);
 out:
