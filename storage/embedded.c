@@ -399,13 +399,39 @@ embedded_labels(void *be, const char *service, const char *key,
 	return meta_query_labels(e->meta, service, key, out, n, cause);
 }
 
+/*
+ * Rollup rows are gone (committed): removes their blobs (names, freed
+ * here) and takes rows (by level) and bytes off the figures.
+ */
+static void
+embedded_rollup_forget(struct embedded *e, char **names, size_t nnames,
+    const int64_t *rows, int64_t bytes)
+{
+	char	*why = NULL;
+	size_t	 i;
+
+	for (i = 0; i < nnames; i++) {
+		if (blobs_remove(e->rollups, names[i], 0, &why) == -1) {
+			log_warn("%s: %s", __func__, why);
+			free(why);
+			why = NULL;
+		}
+	}
+	store_strings_free(names, nnames);
+	pthread_mutex_lock(&e->mu);
+	for (i = 0; i < STORE_ROLLUP_LEVELS; i++)
+		e->rst.rollups[i] -= rows[i];
+	e->rst.bytes -= bytes;
+	pthread_mutex_unlock(&e->mu);
+}
+
 /* Retention of rollups: every row of buckets before cutoff, in batches. */
 static int
 embedded_rollup_delete_before(struct embedded *e, int64_t cutoff,
     size_t batch, char **cause)
 {
-	char	**names = NULL, *why = NULL;
-	size_t	  nnames = 0, n = 0, i;
+	char	**names = NULL;
+	size_t	  nnames = 0, n = 0;
 	int64_t	  bytes = 0, rows[STORE_ROLLUP_LEVELS];
 
 	do {
@@ -413,19 +439,7 @@ embedded_rollup_delete_before(struct embedded *e, int64_t cutoff,
 		if (meta_rollup_maint_delete_before(e->meta, cutoff, batch, &names,
 		    &nnames, &bytes, rows, &n, cause) == -1)
 			return -1;
-		for (i = 0; i < nnames; i++) {
-			if (blobs_remove(e->rollups, names[i], 0, &why) == -1) {
-				log_warn("%s: %s", __func__, why);
-				free(why);
-				why = NULL;
-			}
-		}
-		store_strings_free(names, nnames);
-		pthread_mutex_lock(&e->mu);
-		e->rst.bytes -= bytes;
-		for (i = 0; i < STORE_ROLLUP_LEVELS; i++)
-			e->rst.rollups[i] -= rows[i];
-		pthread_mutex_unlock(&e->mu);
+		embedded_rollup_forget(e, names, nnames, rows, bytes);
 	} while (n == batch && batch > 0);
 	return 0;
 }
@@ -625,8 +639,8 @@ embedded_compact_heal(void *be, int64_t quiet_ns, size_t *minutes,
 	struct embedded			*e = be;
 	struct store_rollup_stats	 gone;
 	int64_t				 count, maxpk, now = clock_mono_ns();
-	char				**names = NULL, *why = NULL;
-	size_t				  nnames = 0, i;
+	char				**names = NULL;
+	size_t				  nnames = 0;
 	int				  quiet;
 
 	*minutes = 0;
@@ -644,19 +658,7 @@ embedded_compact_heal(void *be, int64_t quiet_ns, size_t *minutes,
 	if (meta_rollup_maint_heal(e->meta, &names, &nnames, minutes, &gone,
 	    cause) == -1)
 		return -1;
-	for (i = 0; i < nnames; i++) {
-		if (blobs_remove(e->rollups, names[i], 0, &why) == -1) {
-			log_warn("%s: %s", __func__, why);
-			free(why);
-			why = NULL;
-		}
-	}
-	store_strings_free(names, nnames);
-	pthread_mutex_lock(&e->mu);
-	for (i = 0; i < STORE_ROLLUP_LEVELS; i++)
-		e->rst.rollups[i] -= gone.rollups[i];
-	e->rst.bytes -= gone.bytes;
-	pthread_mutex_unlock(&e->mu);
+	embedded_rollup_forget(e, names, nnames, gone.rollups, gone.bytes);
 	return 0;
 }
 
