@@ -30,6 +30,11 @@ static const struct config_option config_options[] = {
 	    "HOST:PORT to listen on (default 127.0.0.1:10100; port 0 = any)" },
 	{ "data-dir", CONFIG_STRING, OFF(data_dir), 0, 0,
 	    "directory for meta.db and blobs/ (default ./data)" },
+	{ "store", CONFIG_STRING, OFF(store), 0, 0,
+	    "postgresql://... : keep everything in this PostgreSQL database "
+	    "instead of --data-dir (several collectors may share it)" },
+	{ "store-pool", CONFIG_INT, OFF(store_pool), 1, 1024,
+	    "connections to the --store database (default 8)" },
 	{ "retention", CONFIG_DURATION, OFF(retention_ns), 0, 0,
 	    "delete profiles older than this (default 7d; 0 keeps forever)" },
 	{ "retention-interval", CONFIG_DURATION, OFF(retention_interval_ns),
@@ -90,6 +95,7 @@ config_defaults(struct config *c)
 	memset(c, 0, sizeof *c);
 	c->addr = xstrdup("127.0.0.1:10100");
 	c->data_dir = xstrdup("./data");
+	c->store_pool = 8;
 	c->retention_ns = INT64_C(7) * 86400 * 1000000000;
 	c->retention_interval_ns = INT64_C(60) * 1000000000;
 	c->rollup_delay_ns = INT64_C(120) * 1000000000;
@@ -118,6 +124,8 @@ config_clear(struct config *c)
 {
 	free(c->addr);
 	free(c->data_dir);
+	free(c->store);
+	free(c->copy_to);
 	free(c->log_level);
 	free(c->log_file);
 	free(c->auth_file);
@@ -253,12 +261,17 @@ config_usage(FILE *f)
 
 	fprintf(f, "usage: profd [--config FILE] [--OPTION VALUE ...]\n"
 	    "       profd --rebuild-meta [--config FILE] [--data-dir DIR]\n"
+	    "       profd --copy-to DIR|URI [--config FILE] [--data-dir DIR | "
+	    "--store URI]\n"
 	    "       profd --help | --version\n\noptions:\n");
 	fprintf(f, "  --%-20s %s\n", "config FILE",
 	    "read name = value lines (same names as the flags)");
 	fprintf(f, "  --%-20s %s\n%25s%s\n", "rebuild-meta",
 	    "rebuild a missing or empty DATA_DIR/meta.db from the blobs",
 	    "", "(and orphans/), print what was done and exit");
+	fprintf(f, "  --%-20s %s\n%25s%s\n", "copy-to DIR|URI",
+	    "copy every profile of the store into another (a data directory",
+	    "", " or postgresql://...), verify, print what was done and exit");
 	for (i = 0; i < NOPTIONS; i++) {
 		if (config_options[i].help != NULL)
 			fprintf(f, "  --%-20s %s\n", config_options[i].name,
@@ -321,6 +334,12 @@ config_parse_args(struct config *c, int argc, char **argv, char **cause)
 				    " (see --help)", argv[i]);
 			if (config_flag(argc, argv, &i, &name, &value, cause) < 0)
 				return -1;
+			if (strcmp(name, "copy-to") == 0) {
+				free(c->copy_to);
+				c->copy_to = xstrdup(value);
+				free(name);
+				continue;
+			}
 			if (strcmp(name, "config") == 0) {
 				if (pass == 0 &&
 				    config_load_file(c, value, cause) < 0) {

@@ -12,6 +12,9 @@
 struct config {
 	char		*addr;			/* host:port */
 	char		*data_dir;
+	char		*store;			/* postgresql://...; NULL: the
+						   embedded store in data_dir */
+	int64_t		 store_pool;		/* connections to it */
 	int64_t		 retention_ns;		/* 0: keep forever */
 	int64_t		 retention_interval_ns;	/* between sweeps */
 	int64_t		 rollup_delay_ns;	/* compact buckets this old;
@@ -38,6 +41,7 @@ struct config {
 	char		*config_file;
 	int		 rebuild_meta;		/* --rebuild-meta: a mode, not a
 						   setting (no config key) */
+	char		*copy_to;		/* --copy-to DEST: likewise */
 };
 
 /* Fills the defaults (workers = number of cores). */

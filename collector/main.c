@@ -1,13 +1,15 @@
 /*
  * profd: the collector daemon. Reads the flags and config file, sets up
  * logging, and runs the server until SIGTERM or SIGINT; or, with
- * --rebuild-meta, rebuilds meta.db from the blobs and exits (logging to
+ * --rebuild-meta, rebuilds meta.db from the blobs and exits, or with
+ * --copy-to, copies the store into another and exits (logging to
  * stderr, for the operator at the terminal).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "collector/config.h"
+#include "collector/copy.h"
 #include "collector/rebuild.h"
 #include "collector/server.h"
 #include "common/log.h"
@@ -31,6 +33,11 @@ main(int argc, char **argv)
 		return rc < 0 ? 2 : 0;
 	}
 	log_set_level(log_parse_level(cfg.log_level));
+	if (cfg.copy_to != NULL) {
+		rc = copy_run(&cfg);
+		config_clear(&cfg);
+		return rc;
+	}
 	if (cfg.rebuild_meta) {
 		rc = rebuild_run(&cfg);
 		config_clear(&cfg);

@@ -132,6 +132,11 @@ rebuild_run(const struct config *cfg)
 	struct store_rebuild	 rep;
 	char			*cause = NULL;
 
+	if (cfg->store != NULL) {
+		fprintf(stderr, "profd: --rebuild-meta works on an embedded "
+		    "store (--data-dir), not on --store\n");
+		return 1;
+	}
 	log_info("%s: rebuilding %s/meta.db from the blobs", __func__,
 	    cfg->data_dir);
 	if (store_rebuild(cfg->data_dir, rebuild_legacy_cb, (void *)cfg, &rep,

@@ -221,7 +221,16 @@ server_open_store(struct server *srv, char **cause)
 	 * aside, not removed (storage/recover.c). */
 	size_t limit = 64 + (size_t)srv->cfg->io_threads + RETENTION_BATCH;
 
-	srv->env.store = store_open(srv->cfg->data_dir, limit, &rec, cause);
+	struct store_options o = { srv->cfg->data_dir, limit,
+	    (size_t)srv->cfg->store_pool };
+
+	if (srv->cfg->store != NULL) {
+		if (!store_is_postgresql(srv->cfg->store))
+			return xcause(cause, "--store: want a PostgreSQL URI "
+			    "(postgresql://...), not \"%s\"", srv->cfg->store);
+		o.location = srv->cfg->store;
+	}
+	srv->env.store = store_open_options(&o, &rec, cause);
 	if (srv->env.store == NULL)
 		return -1;
 	if (rec.orphan_blobs_removed || rec.temp_files_removed)
@@ -390,8 +399,10 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	}
 	free(host);
 	server_add_events(srv);
-	log_info("listening on %s (data %s, %d workers, %d merge workers, "
-	    "max %d merges)", srv->listen_name, cfg->data_dir,
+	log_info("listening on %s (%s store%s%s, %d workers, %d merge "
+	    "workers, max %d merges)", srv->listen_name,
+	    store_backend(env->store), cfg->store ? "" : " in ",
+	    cfg->store ? "" : cfg->data_dir,
 	    (int)cfg->workers, (int)cfg->workers, (int)cfg->max_merges);
 	srv->retention = retention_new(env->base, env->pool, env->store,
 	    env->metrics, cfg->retention_ns, cfg->retention_interval_ns);

@@ -232,6 +232,11 @@ merge_run_one(struct merge_run_state *st, struct merge_run_share *sh,
 		st->skips.deleted++;
 		pthread_mutex_unlock(&st->lock);
 		goto out;
+	case MERGE_FETCH_UNAVAILABLE:
+		merge_run_fail(st, 503, xasprintf("profile %zu: %s", i,
+		    why ? why : "store unavailable"));
+		rc = -1;
+		goto out;
 	default:
 		merge_run_skip(st, i, xasprintf("profile %zu: %s", i,
 		    why ? why : "unreadable"));

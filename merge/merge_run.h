@@ -17,8 +17,11 @@ struct budget;
  * once, each i once, or again after a helper short of memory gave it back
  * (never twice at the same time). Returns 1 when the input no longer exists
  * (deleted since it was listed: it is left out), -1 with *cause set when
- * it cannot be read (it is skipped as damaged).
+ * it cannot be read (it is skipped as damaged), MERGE_FETCH_UNAVAILABLE
+ * with *cause when the store cannot be reached (the merge fails with 503:
+ * leaving inputs out would answer a partial merge as if whole).
  */
+#define MERGE_FETCH_UNAVAILABLE	2
 typedef int (*merge_fetch_cb)(void *arg, size_t i, uint8_t **buf,
     size_t *len, char **cause);
 

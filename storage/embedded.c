@@ -215,9 +215,11 @@ out:
 
 /* Opens data_dir (creating it), then runs the consistency check. */
 static void *
-embedded_open(const char *data_dir, size_t orphan_limit,
-    struct store_recovery *rec, char **cause)
+embedded_open(const struct store_options *o, struct store_recovery *rec,
+    char **cause)
 {
+	const char		*data_dir = o->location;
+	size_t			 orphan_limit = o->orphan_limit;
 	struct embedded		*e;
 	struct store_recovery	 r;
 	struct stat		 sb;
@@ -674,12 +676,23 @@ embedded_rollup_stats(void *be, struct store_rollup_stats *st, char **cause)
 	return meta_rollup_maint_queue(e->meta, st, cause);
 }
 
+/* Rows by id, paged. */
+static int
+embedded_scan(void *be, const char *after, size_t limit,
+    struct profile_meta **out, size_t *n, char **cause)
+{
+	struct embedded	*e = be;
+
+	return meta_query_scan(e->meta, after, limit, out, n, cause);
+}
+
 const struct store_ops embedded_store_ops = {
 	.name = "embedded",
 	.open = embedded_open,
 	.close = embedded_close,
 	.put = embedded_put,
 	.list = embedded_list,
+	.scan = embedded_scan,
 	.timeline = embedded_timeline,
 	.missing_totals = embedded_missing_totals,
 	.set_totals = embedded_set_totals,

@@ -363,6 +363,49 @@ out:
 	return ret;
 }
 
+/* Up to limit rows with ids greater than after, by id (store_scan). */
+int
+meta_query_scan(struct meta_sqlite *ms, const char *after, size_t limit,
+    struct profile_meta **out, size_t *n, char **cause)
+{
+	struct meta_conn	*c;
+	struct profile_meta	*res;
+	sqlite3_stmt		*s = NULL;
+	size_t			 nres = 0;
+	int			 rc, ret = -1;
+
+	*out = NULL;
+	*n = 0;
+	if ((c = meta_conn_get(&ms->pool, cause)) == NULL)
+		return -1;
+	res = xcalloc(limit ? limit : 1, sizeof *res);
+	if (sqlite3_prepare_v2(c->db, "SELECT p.pk, p.id, p.service, p.type, "
+	    "p.created_at, p.size, p.samples, p.sample_types, p.duration_ns, "
+	    "p.totals FROM profiles AS p WHERE p.id > ?1 ORDER BY p.id "
+	    "LIMIT ?2", -1, &s, NULL) != SQLITE_OK) {
+		meta_conn_error(c->db, cause, "scan profiles");
+		goto out;
+	}
+	sqlite3_bind_text(s, 1, after, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
+	while (nres < limit && (rc = sqlite3_step(s)) == SQLITE_ROW)
+		if (meta_query_read_row(c, s, &res[nres++], cause) == -1)
+			goto out;
+	if (nres < limit && rc != SQLITE_DONE) {
+		meta_conn_error(c->db, cause, "scan profiles");
+		goto out;
+	}
+	*out = res;
+	*n = nres;
+	res = NULL;
+	ret = 0;
+out:
+	store_meta_free_array(res, nres);
+	sqlite3_finalize(s);
+	meta_conn_put(&ms->pool, c);
+	return ret;
+}
+
 /* Collects the first text column of every row of s into a string array. */
 static int
 meta_query_collect_strings(struct meta_conn *c, sqlite3_stmt *s, char ***out,

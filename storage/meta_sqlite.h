@@ -72,6 +72,9 @@ struct meta_pool	*meta_sqlite_readers(struct meta_sqlite *);
 /* Queries (meta_query.c); semantics as store_list etc. in store.h. */
 int	meta_query_list(struct meta_sqlite *, const struct store_query *q,
 	    struct profile_meta **out, size_t *n, char **cause);
+int	meta_query_scan(struct meta_sqlite *, const char *after,
+	    size_t limit, struct profile_meta **out, size_t *n,
+	    char **cause);
 int	meta_query_get(struct meta_sqlite *, const char *id,
 	    struct profile_meta *out, char **cause);
 int	meta_query_services(struct meta_sqlite *, char ***out, size_t *n,

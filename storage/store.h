@@ -88,6 +88,29 @@ struct store_recovery {
 struct store;
 
 /*
+ * How to open a store. location is a data directory (the embedded
+ * backend) or a libpq URI, postgresql://... or postgres://... (the
+ * postgresql backend, storage/postgres.c).
+ */
+struct store_options {
+	const char	*location;
+	size_t		 orphan_limit;	/* embedded: see store_open */
+	size_t		 pool;		/* postgresql: connections (0: 8) */
+};
+
+/* Whether location names a PostgreSQL database rather than a directory. */
+int	store_is_postgresql(const char *location);
+
+/*
+ * A call that failed because the backend cannot be reached right now (a
+ * database restarting, a network cut) returns -1 like any failure, and
+ * then store_unavailable() is true on the calling thread until its next
+ * store call: the caller answers 503 with Retry-After, not 500.
+ */
+#define STORE_UNAVAILABLE	(-2)
+int	store_unavailable(void);
+
+/*
  * Opens (creating if needed) the store in data_dir, removes temp files and
  * reports rows with no blob. Blobs with no row are removed when there are
  * at most orphan_limit of them (the most a crash can leave, see
@@ -98,6 +121,11 @@ struct store;
  */
 struct store	*store_open(const char *data_dir, size_t orphan_limit,
 		    struct store_recovery *rec, char **cause);
+/* store_open with every option (the backend is chosen by location). */
+struct store	*store_open_options(const struct store_options *,
+		    struct store_recovery *rec, char **cause);
+/* The backend's name: "embedded" or "postgresql". */
+const char	*store_backend(const struct store *);
 void		 store_close(struct store *);
 
 /*
@@ -115,6 +143,14 @@ int	store_put(struct store *, const struct profile_meta *m,
  * *out: OUT new array (free with store_meta_free_array), *n: OUT count.
  */
 int	store_list(struct store *, const struct store_query *q,
+	    struct profile_meta **out, size_t *n, char **cause);
+
+/*
+ * Every profile, in pages: up to limit metas whose ids sort after `after`
+ * ("" first), by id. *out: OUT (free with store_meta_free_array). For
+ * copying a whole store (profd --copy-to).
+ */
+int	store_scan(struct store *, const char *after, size_t limit,
 	    struct profile_meta **out, size_t *n, char **cause);
 
 /* The timeline bucket of time ns (ns since the epoch) for step seconds. */

@@ -1,8 +1,10 @@
 /*
  * The backend seam behind storage/store.h: a backend is a table of
  * functions over its own opaque state, and store.c only dispatches. The
- * embedded backend (SQLite metadata + blob files) is the only one today;
- * another (say, an object store) adds a table here and a case in store.c.
+ * embedded backend keeps SQLite metadata and blob files, the postgresql
+ * backend both in one database; another adds a table here and a case in
+ * store.c. A function returns STORE_UNAVAILABLE (not -1) when the backend
+ * cannot be reached; store.c turns it into -1 and store_unavailable().
  */
 #ifndef PROFD_STORE_OPS_H
 #define PROFD_STORE_OPS_H
@@ -11,13 +13,16 @@
 
 struct store_ops {
 	const char	*name;
-	void		*(*open)(const char *data_dir, size_t orphan_limit,
+	void		*(*open)(const struct store_options *o,
 			    struct store_recovery *rec, char **cause);
 	void		 (*close)(void *be);
 	int		 (*put)(void *be, const struct profile_meta *m,
 			    const void *blob, size_t len, char **cause);
 	int		 (*list)(void *be, const struct store_query *q,
 			    struct profile_meta **out, size_t *n, char **cause);
+	int		 (*scan)(void *be, const char *after, size_t limit,
+			    struct profile_meta **out, size_t *n,
+			    char **cause);
 	int		 (*timeline)(void *be, const struct store_query *q,
 			    struct store_timeline *tl, char **cause);
 	int		 (*missing_totals)(void *be, const char *after,
@@ -60,5 +65,7 @@ struct store_ops {
 
 /* The embedded backend: storage/embedded.c. */
 extern const struct store_ops embedded_store_ops;
+/* The postgresql backend: storage/postgres.c. */
+extern const struct store_ops postgres_store_ops;
 
 #endif

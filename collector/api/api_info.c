@@ -41,7 +41,7 @@ api_info_services_work(struct httpjob *job)
 	size_t n;
 
 	if (store_services(job->env->store, &s, &n, &cause) != 0) {
-		httpjob_error(job, 500, "storage error: %s", cause);
+		httpjob_store_error(job, cause);
 		free(cause);
 		return;
 	}
@@ -82,7 +82,7 @@ api_info_labels_work(struct httpjob *job)
 
 	if (store_labels(job->env->store, la->service, la->key, &s, &n,
 	    &cause) != 0) {
-		httpjob_error(job, 500, "storage error: %s", cause);
+		httpjob_store_error(job, cause);
 		free(cause);
 		return;
 	}

@@ -68,6 +68,7 @@ api_merge_filename(const char *service, const char *type)
 struct api_merge_fetch {
 	struct store	 *store;
 	char		**ids;
+	int		  unavailable;	/* a read found the store down */
 };
 
 /*
@@ -100,7 +101,10 @@ api_merge_fetch_blob(void *arg, size_t i, uint8_t **buf, size_t *len,
 	if (rc != 0) {
 		xcause(cause, "profile %s: %s", mf->ids[i], why);
 		free(why);
-		return -1;
+		if (!store_unavailable())
+			return -1;
+		__atomic_store_n(&mf->unavailable, 1, __ATOMIC_RELAXED);
+		return MERGE_FETCH_UNAVAILABLE;
 	}
 	return 0;
 }
@@ -165,7 +169,7 @@ int
 api_merge_bytes(struct httpjob *job, char **ids, size_t nids, int raw,
     uint8_t **out, size_t *outlen)
 {
-	struct api_merge_fetch mf = { job->env->store, ids };
+	struct api_merge_fetch mf = { job->env->store, ids, 0 };
 	struct merge_run_skips skips;
 	char *cause = NULL;
 	int code = 500, rc;
@@ -180,7 +184,9 @@ api_merge_bytes(struct httpjob *job, char **ids, size_t nids, int raw,
 	if (rc != 0 || code != 200) {
 		if (code == 200 || code == 0)
 			code = 500;
-		if (code == 413 || code == 503)
+		if (mf.unavailable)
+			httpjob_error(job, 503, "merge failed: %s", cause);
+		else if (code == 413 || code == 503)
 			api_merge_memory_error(job, code, cause);
 		else
 			httpjob_error(job, code, "merge failed: %s",
@@ -345,7 +351,7 @@ api_merge_select_window(struct httpjob *job, const struct params_query *qa,
 	char *cause = NULL;
 
 	if (store_plan(job->env->store, &qa->q, &plan, &cause) != 0) {
-		httpjob_error(job, 500, "storage error: %s", cause);
+		httpjob_store_error(job, cause);
 		free(cause);
 		return -1;
 	}
@@ -415,7 +421,7 @@ api_merge_select(struct httpjob *job, const struct params_query *qa,
 	if (q.limit == 0 || q.limit > max)
 		q.limit = max + 1;
 	if (store_list(job->env->store, &q, &metas, &n, &cause) != 0) {
-		httpjob_error(job, 500, "storage error: %s", cause);
+		httpjob_store_error(job, cause);
 		free(cause);
 		return -1;
 	}
@@ -531,7 +537,7 @@ api_merge_ids_work(struct httpjob *job)
 			return;
 		}
 		if (rc != 0) {
-			httpjob_error(job, 500, "storage error: %s", cause);
+			httpjob_store_error(job, cause);
 			free(cause);
 			return;
 		}

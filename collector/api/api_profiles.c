@@ -166,7 +166,7 @@ api_profiles_upload_io(struct httpjob *job)
 
 	if (store_put(job->env->store, m, data, len, &cause) != 0) {
 		log_error("%s: %s", __func__, cause);
-		httpjob_error(job, 500, "storage error: %s", cause);
+		httpjob_store_error(job, cause);
 		free(cause);
 		return;
 	}
@@ -282,7 +282,7 @@ api_profiles_list_work(struct httpjob *job)
 	char *cause = NULL;
 
 	if (store_list(job->env->store, &qa->q, &metas, &n, &cause) != 0) {
-		httpjob_error(job, 500, "storage error: %s", cause);
+		httpjob_store_error(job, cause);
 		free(cause);
 		return;
 	}
@@ -325,7 +325,7 @@ api_profiles_get_work(struct httpjob *job)
 	if (rc == 1)
 		httpjob_error(job, 404, "profile %s not found", id);
 	else if (rc != 0) {
-		httpjob_error(job, 500, "storage error: %s", cause);
+		httpjob_store_error(job, cause);
 		free(cause);
 	} else
 		httpjob_bytes(job, buf, len, "application/octet-stream", NULL);

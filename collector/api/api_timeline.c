@@ -150,8 +150,7 @@ api_timeline_by_ids(struct httpjob *job, struct api_timeline_args *ta,
 		rc = store_get(job->env->store, ta->ids[i], &metas[i], &cause);
 		if (rc != 0) {
 			if (rc < 0)
-				httpjob_error(job, 500, "storage error: %s",
-				    cause);
+				httpjob_store_error(job, cause);
 			else
 				httpjob_error(job, 404, "profile %s not found",
 				    ta->ids[i]);
@@ -235,7 +234,7 @@ api_timeline_by_query(struct httpjob *job, struct api_timeline_args *ta,
 bad:
 	store_meta_free_array(newest, n);
 	if (code == 500)
-		httpjob_error(job, 500, "storage error: %s", cause);
+		httpjob_store_error(job, cause);
 	else
 		httpjob_error(job, 400, "%s", cause);
 	free(cause);

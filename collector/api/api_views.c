@@ -547,7 +547,7 @@ api_views_types_work(struct httpjob *job)
 	else
 		rc = store_list(job->env->store, &qa->q, &metas, &n, &cause);
 	if (rc != 0) {
-		httpjob_error(job, 500, "storage error: %s", cause);
+		httpjob_store_error(job, cause);
 		free(cause);
 		json_decref(arr);
 		json_decref(seen);

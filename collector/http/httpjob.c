@@ -27,6 +27,7 @@
 #include "collector/metrics.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
+#include "storage/store.h"
 
 /* Worker side: runs the handler's work. */
 static void
@@ -295,6 +296,18 @@ httpjob_error(struct httpjob *job, int code, const char *fmt, ...)
 	job->error = xvasprintf(fmt, ap);
 	va_end(ap);
 	job->code = code;
+}
+
+/* Sets the error of a failed store call: 503 if unreachable, else 500. */
+void
+httpjob_store_error(struct httpjob *job, const char *cause)
+{
+	if (store_unavailable())
+		httpjob_error(job, 503, "store unavailable, retry later: %s",
+		    cause != NULL ? cause : "");
+	else
+		httpjob_error(job, 500, "storage error: %s",
+		    cause != NULL ? cause : "");
 }
 
 /* Sets a JSON result; steals body. */

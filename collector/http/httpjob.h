@@ -85,6 +85,11 @@ void		 httpjob_check_watched(struct env *);
 /* Result setters (worker thread). */
 void	httpjob_error(struct httpjob *, int code, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
+/*
+ * The error of a failed store call: 503 (with Retry-After) when the store
+ * could not be reached (store_unavailable), else 500. Names what failed.
+ */
+void	httpjob_store_error(struct httpjob *, const char *cause);
 /* Steals body. */
 void	httpjob_json(struct httpjob *, json_t *body);
 /* Adds a reply header (copied; at most HTTPJOB_MAX_HEADERS, then ignored). */

@@ -11,8 +11,8 @@ command -v jq >/dev/null || skip_all "jq not installed"
 profd_start --workers 2 --retention 0 || { not_ok "profd starts"; done_testing; }
 ok "profd starts and listens on a free port"
 
-rows() { sqlite3 "$PROFD_DIR/meta.db" 'SELECT count(*) FROM profiles' 2>/dev/null; }
-blobs() { find "$PROFD_DIR/blobs" -type f 2>/dev/null | wc -l; }
+rows() { store_sql 'SELECT count(*) FROM profiles' 2>/dev/null; }
+blobs() { store_blobs; }
 W='from=2020-01-01T00:00:00&to=2100-01-01T00:00:00'
 
 # --- every good corpus profile round-trips ---------------------------------
@@ -51,7 +51,7 @@ is "$bad_bytes" 0 "every profile reads back byte-identical"
 is "$legacy_ok" 1 "legacy gperftools .prof refused with a clear 400"
 n=$(api "/api/0/profiles?service=corpus&$W&limit=100000" | jq '.body | length')
 is "$n" 425 "list finds all 425"
-is "$(rows)" 425 "425 rows in meta.db"
+is "$(rows)" 425 "425 rows in the store"
 is "$(blobs)" 425 "425 blob files"
 first=$(api "/api/0/profiles?service=corpus&$W&limit=1" | jq -r '.body[0].created_at')
 newest=$(api "/api/0/profiles?service=corpus&$W&limit=100000" | jq -r '[.body[].created_at] | sort | last')
@@ -191,7 +191,7 @@ done
 sleep 1
 api /api/0/version >/dev/null
 is "$HTTP_CODE" 200 "daemon serves after clients vanished mid-upload and mid-query"
-is "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE service='gone'")" 0 "a half-sent upload stored nothing"
+is "$(store_sql "SELECT count(*) FROM profiles WHERE service='gone'")" 0 "a half-sent upload stored nothing"
 kill -0 "$PROFD_PID" && ok "daemon still running" || not_ok "daemon still running"
 
 # --- restart keeps everything ----------------------------------------------

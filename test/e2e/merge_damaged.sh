@@ -10,10 +10,9 @@ for f in "$PROFD_CORPUS"/go/cpuburn/cpu_A_0[1-5].pb.gz; do
 		"$PROFD_URL/api/0/profiles?service=dmg&type=cpu" | jq -r .body.id)")
 done
 is "${#ids[@]}" 5 "5 CPU profiles stored"
-blob() { echo "$PROFD_DIR/blobs/${1:0:2}/$1"; }
-rm -f "$(blob "${ids[1]}")"
-head -c 100 "$(blob "${ids[3]}")" > "$T_TMP/t" && cp "$T_TMP/t" "$(blob "${ids[3]}")"
-ok "one blob removed, one truncated on disk"
+store_blob_damage "${ids[1]}" remove
+store_blob_damage "${ids[3]}" truncate
+ok "one blob removed, one truncated behind profd's back"
 
 q="service=dmg&type=cpu&from=2000-01-01T00:00:00"
 code=$(curl -s -D "$T_TMP/h" -o "$T_TMP/m.pb.gz" -w '%{http_code}' \

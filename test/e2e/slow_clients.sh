@@ -23,7 +23,7 @@ upload "$PROFD_CORPUS/go/cpuburn/cpu_A_01.pb.gz" "service=normal&type=cpu" >/dev
 is "$HTTP_CODE" 200 "a normal upload succeeds meanwhile"
 wait "$slow"
 is "$(cat "$T_TMP/slow.out")" 300 "all 300 slow connections cut off after --read-timeout 2"
-is "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE service='slow'")" 0 "slow uploads stored nothing"
+is "$(store_sql "SELECT count(*) FROM profiles WHERE service='slow'")" 0 "slow uploads stored nothing"
 profd_stop
 
 PROFD_DIR=

@@ -28,7 +28,7 @@ count() {
 	curl -s "$PROFD_URL/api/0/profiles?service=timed&from=2000-01-01T00:00:00&to=now%2B24h&limit=100000" |
 		jq '.body | length'
 }
-blobs() { find "$PROFD_DIR/blobs" -type f | wc -l; }
+blobs() { store_blobs; }
 
 profd_start --retention 7d --workers 2 || { not_ok "profd starts"; done_testing; }
 

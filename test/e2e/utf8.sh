@@ -14,7 +14,7 @@ f=$PROFD_CORPUS/go/cpuburn/cpu_A_01.pb.gz
 profd_start --workers 2 --retention 0 || { not_ok "profd starts"; done_testing; }
 ok "profd starts"
 
-blobs() { find "$PROFD_DIR/blobs" -type f 2>/dev/null | wc -l; }
+blobs() { store_blobs; }
 W='from=2020-01-01T00:00:00&to=2100-01-01T00:00:00'
 # json_error: the last reply's body is JSON with a string "error".
 json_error() { printf '%s' "$BODY" | jq -e '.error | strings' >/dev/null 2>&1; }

@@ -37,8 +37,49 @@ done_testing() {
 	exit $?
 }
 
+# With PROFD_TEST_STORE=postgresql (test/e2e/pg/: the API suite again on
+# the postgresql backend), each data dir gets its own database in a
+# throw-away PostgreSQL (test/lib/pg.sh) and profd runs with --store.
+. "${top_srcdir:-.}/test/lib/pg.sh"
+: "${PROFD_TEST_STORE:=embedded}"
+PROFD_STORE_URI=
+PROFD_STORE_DB=
+
+# store_sql SQL: runs SQL on the store's metadata (meta.db, or the
+# PostgreSQL database), one row a line, columns joined by '|'.
+store_sql() {
+	if on_postgresql; then
+		pg_sql "$PROFD_STORE_DB" "$1"
+	else
+		sqlite3 "$PROFD_DIR/meta.db" "$1"
+	fi
+}
+# store_blobs: how many blobs the store holds (files, or rows).
+store_blobs() {
+	if on_postgresql; then
+		pg_sql "$PROFD_STORE_DB" 'SELECT count(*) FROM blobs'
+	else
+		find "$PROFD_DIR/blobs" -type f 2>/dev/null | wc -l
+	fi
+}
+# store_blob_damage ID remove|truncate: takes a stored blob away or cuts
+# it to 100 bytes behind profd's back (a disk fault).
+store_blob_damage() {
+	local f="$PROFD_DIR/blobs/${1:0:2}/$1"
+	case "$2,$(on_postgresql && echo pg)" in
+	remove,pg) pg_sql "$PROFD_STORE_DB" "DELETE FROM blobs WHERE id = '$1'" ;;
+	truncate,pg) pg_sql "$PROFD_STORE_DB" "UPDATE blobs SET data = substring(data from 1 for 100) WHERE id = '$1'" ;;
+	remove,) rm -f "$f" ;;
+	truncate,) head -c 100 "$f" > "$T_TMP/cut" && cp "$T_TMP/cut" "$f" ;;
+	esac
+}
+
+# on_postgresql: true when this run's profd keeps its data in PostgreSQL.
+on_postgresql() { [ "$PROFD_TEST_STORE" = postgresql ]; }
+
 # profd_start [FLAGS...]: starts profd on 127.0.0.1:0 with a new data dir
-# (or $PROFD_DIR if already set) and sets PROFD_URL, PROFD_PID, PROFD_LOG.
+# (or $PROFD_DIR if already set) and sets PROFD_URL, PROFD_PID, PROFD_LOG
+# (and PROFD_STORE_URI on PostgreSQL).
 profd_start() {
 	[ -n "$PROFD_DIR" ] || PROFD_DIR=$(mktemp -d "$T_TMP/data.XXXXXX")
 	PROFD_LOG=$PROFD_DIR.log
@@ -57,7 +98,14 @@ profd_start() {
 		case "$a" in --rollup-delay|--rollup-delay=*) roll=() ;; esac
 		case "$a" in --config|--config=*) keep=() roll=() ;; esac
 	done
-	"$PROFD" --addr 127.0.0.1:0 --data-dir "$PROFD_DIR" "${keep[@]}" "${roll[@]}" "$@" 2>>"$PROFD_LOG" &
+	local store=()
+	if on_postgresql; then
+		PROFD_STORE_DB=$(basename "$PROFD_DIR" | tr 'A-Z.' 'a-z_')
+		pg_start && PROFD_STORE_URI=$(pg_db "$PROFD_STORE_DB") || {
+			diag "cannot start PostgreSQL"; return 1; }
+		store=(--store "$PROFD_STORE_URI")
+	fi
+	"$PROFD" --addr 127.0.0.1:0 --data-dir "$PROFD_DIR" "${store[@]}" "${keep[@]}" "${roll[@]}" "$@" 2>>"$PROFD_LOG" &
 	PROFD_PID=$!
 	local i port=
 	for i in $(seq 1 200); do
@@ -154,6 +202,7 @@ raw() {
 
 _cleanup() {
 	[ -n "$PROFD_PID" ] && kill -KILL "$PROFD_PID" 2>/dev/null
+	pg_stop
 	rm -rf "$T_TMP"
 }
 trap _cleanup EXIT

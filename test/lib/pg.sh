@@ -1,0 +1,80 @@
+# A throw-away PostgreSQL for the tests (sourced by e2e.sh): pg_start makes
+# a cluster with Debian's PostgreSQL (initdb into a temporary directory,
+# run as the postgres user when the tests run as root), listening only on
+# a Unix socket in that directory; pg_db NAME creates a database and prints
+# its URI; pg_stop stops the cluster (e2e.sh's cleanup calls it).
+#
+# pg_restart and pg_kill let a test take the server away under profd.
+
+PG_DIR=
+PG_BIN=
+PG_URI_BASE=
+
+# pg_as CMD...: runs CMD as the user that owns the cluster.
+pg_as() {
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# pg_available: true when PostgreSQL's server programs are installed.
+pg_available() {
+	PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+	[ -n "$PG_BIN" ] && [ -x "$PG_BIN/initdb" ] || return 1
+	[ "$(id -u)" -ne 0 ] || id postgres >/dev/null 2>&1
+}
+
+# pg_start: initdb and start (once); sets PG_DIR.
+pg_start() {
+	[ -n "$PG_DIR" ] && return 0
+	pg_available || { echo "pg_start: PostgreSQL server not installed" >&2; return 1; }
+	PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/profd-pg.XXXXXX")
+	chmod 755 "$PG_DIR"
+	[ "$(id -u)" -eq 0 ] && chown postgres "$PG_DIR"
+	if ! pg_as "$PG_BIN/initdb" -D "$PG_DIR/data" -U profd --auth=trust \
+	    -E UTF8 --locale=C.UTF-8 >"$PG_DIR/initdb.log" 2>&1; then
+		cat "$PG_DIR/initdb.log" >&2
+		return 1
+	fi
+	pg_server start || return 1
+	PG_URI_BASE="postgresql://profd@/"
+}
+
+# pg_server start|stop|restart: pg_ctl on the cluster (waits).
+pg_server() {
+	pg_as "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w \
+	    -t 60 -m fast -o "-c listen_addresses='' -c unix_socket_directories='$PG_DIR' -c max_connections=300 -c shared_buffers=128MB" \
+	    "$1" >/dev/null
+}
+
+# pg_db NAME: creates database NAME (if new) and prints its URI. Call
+# pg_start first, outside the $(...) that takes the URI.
+pg_db() {
+	[ -n "$PG_DIR" ] || { echo "pg_db: pg_start first" >&2; return 1; }
+	pg_as "$PG_BIN/psql" -h "$PG_DIR" -U profd -d postgres -qAt -c \
+	    "SELECT 1 FROM pg_database WHERE datname = '$1'" | grep -q 1 ||
+	    pg_as "$PG_BIN/createdb" -h "$PG_DIR" -U profd "$1" || return 1
+	echo "postgresql://profd@/$1?host=$PG_DIR"
+}
+
+# pg_sql DB SQL: runs SQL in database DB, prints rows unaligned.
+pg_sql() {
+	pg_as "$PG_BIN/psql" -h "$PG_DIR" -U profd -d "$1" -qAt -c "$2"
+}
+
+# pg_kill: the server's postmaster dies at once (SIGKILL), sockets left.
+pg_kill() {
+	local pid
+	pid=$(head -n 1 "$PG_DIR/data/postmaster.pid" 2>/dev/null)
+	[ -n "$pid" ] && kill -KILL "$pid"
+}
+
+# pg_stop: stops the cluster and removes it.
+pg_stop() {
+	[ -n "$PG_DIR" ] || return 0
+	pg_server stop 2>/dev/null || pg_as "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate stop >/dev/null 2>&1
+	rm -rf "$PG_DIR"
+	PG_DIR=
+}
