@@ -54,8 +54,9 @@ pg_blob_read(PGconn *c, const char *id, uint8_t **buf, size_t *len,
 
 	*buf = NULL;
 	*len = 0;
-	rc = pg_conn_exec_binary(c, "SELECT data FROM blobs WHERE id = $1", 1,
-	    v, &r, cause, "read blob");
+	rc = pg_conn_exec_prepared_binary(c, "profd_blob_read",
+	    "SELECT data FROM blobs WHERE id = $1", 1, v, &r, cause,
+	    "read blob");
 	if (rc != 0)
 		return rc;
 	if (PQntuples(r) == 0) {

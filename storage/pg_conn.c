@@ -34,25 +34,17 @@ pg_conn_class(PGconn *c, const PGresult *res)
 	return -1;
 }
 
-/* Runs one statement with parameters, results as text or binary. */
+/* Turns a result into 0 (*res set) or a classed failure (*cause). */
 static int
-pg_conn_run(PGconn *c, const char *sql, int n, const char *const *values,
-    const int *lens, const int *formats, int binary, PGresult **res,
-    char **cause, const char *what)
+pg_conn_result(PGconn *c, PGresult *r, PGresult **res, char **cause,
+    const char *what)
 {
-	PGresult	*r;
 	ExecStatusType	 st;
 	char		*msg;
 	int		 rc;
 
 	if (res != NULL)
 		*res = NULL;
-	/* Without parameters, the simple protocol: several statements. */
-	if (n == 0 && !binary)
-		r = PQexec(c, sql);
-	else
-		r = PQexecParams(c, sql, n, NULL, values, lens, formats,
-		    binary);
 	st = r != NULL ? PQresultStatus(r) : PGRES_FATAL_ERROR;
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
 		if (res != NULL)
@@ -75,6 +67,47 @@ pg_conn_run(PGconn *c, const char *sql, int n, const char *const *values,
 	return rc;
 }
 
+/* Runs one statement with parameters, results as text or binary. */
+static int
+pg_conn_run(PGconn *c, const char *sql, int n, const char *const *values,
+    const int *lens, const int *formats, int binary, PGresult **res,
+    char **cause, const char *what)
+{
+	PGresult	*r;
+
+	/* Without parameters, the simple protocol: several statements. */
+	if (n == 0 && !binary)
+		r = PQexec(c, sql);
+	else
+		r = PQexecParams(c, sql, n, NULL, values, lens, formats,
+		    binary);
+	return pg_conn_result(c, r, res, cause, what);
+}
+
+/* Runs a statement prepared once per connection, binary results. */
+int
+pg_conn_exec_prepared_binary(PGconn *c, const char *name, const char *sql,
+    int n, const char *const *values, PGresult **res, char **cause,
+    const char *what)
+{
+	PGresult	*r;
+	const char	*state;
+	int		 rc;
+
+	r = PQexecPrepared(c, name, n, values, NULL, NULL, 1);
+	state = r != NULL ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	if (state != NULL && strcmp(state, "26000") == 0) {
+		/* Not prepared on this connection yet. */
+		PQclear(r);
+		rc = pg_conn_result(c, PQprepare(c, name, sql, n, NULL), NULL,
+		    cause, what);
+		if (rc != 0)
+			return rc;
+		r = PQexecPrepared(c, name, n, values, NULL, NULL, 1);
+	}
+	return pg_conn_result(c, r, res, cause, what);
+}
+
 /* Runs one statement with parameters, text results. */
 int
 pg_conn_exec(PGconn *c, const char *sql, int n, const char *const *values,
@@ -82,16 +115,6 @@ pg_conn_exec(PGconn *c, const char *sql, int n, const char *const *values,
     const char *what)
 {
 	return pg_conn_run(c, sql, n, values, lens, formats, 0, res, cause,
-	    what);
-}
-
-/* Runs one statement with text parameters, binary results. */
-int
-pg_conn_exec_binary(PGconn *c, const char *sql, int n,
-    const char *const *values, PGresult **res, char **cause,
-    const char *what)
-{
-	return pg_conn_run(c, sql, n, values, NULL, NULL, 1, res, cause,
 	    what);
 }
 

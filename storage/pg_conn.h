@@ -25,10 +25,14 @@
 int	pg_conn_exec(PGconn *, const char *sql, int n,
 	    const char *const *values, const int *lens, const int *formats,
 	    PGresult **res, char **cause, const char *what);
-/* pg_conn_exec with binary results (bytea columns as raw bytes). */
-int	pg_conn_exec_binary(PGconn *, const char *sql, int n,
-	    const char *const *values, PGresult **res, char **cause,
-	    const char *what);
+/*
+ * pg_conn_exec of sql with binary results, prepared once per connection
+ * as statement name (on first use, so after a reconnect too): no parse
+ * and plan per call, for statements run thousands of times a second.
+ */
+int	pg_conn_exec_prepared_binary(PGconn *, const char *name,
+	    const char *sql, int n, const char *const *values, PGresult **res,
+	    char **cause, const char *what);
 /* pg_conn_exec of SQL without parameters or result. */
 int	pg_conn_cmd(PGconn *, const char *sql, char **cause,
 	    const char *what);

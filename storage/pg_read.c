@@ -156,10 +156,13 @@ pg_read_where(const struct store_query *q, const int64_t *ids,
 	}
 	for (i = 0; i < q->nlabels; i++) {
 		k = pg_args_int(p, ids[i]);
-		tmp = xasprintf("%s AND p.pk IN (SELECT profile_pk FROM "
-		    "profile_labels WHERE label_id = $%d::bigint AND "
-		    "service = $1 AND created_at BETWEEN $2::bigint AND "
-		    "$3::bigint)", sql, k);
+		/* A probe of the primary key per row, or a walk of the
+		   label's (label_id, service, created_at) index: the
+		   planner's choice, and neither goes quadratic when the
+		   statistics are missing (a new table). */
+		tmp = xasprintf("%s AND EXISTS (SELECT 1 FROM profile_labels "
+		    "AS pl WHERE pl.label_id = $%d::bigint AND "
+		    "pl.profile_pk = p.pk)", sql, k);
 		free(sql);
 		sql = tmp;
 	}

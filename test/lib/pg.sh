@@ -13,7 +13,8 @@ PG_URI_BASE=
 # pg_as CMD...: runs CMD as the user that owns the cluster.
 pg_as() {
 	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u postgres -- "$@"
+		# from / : the caller's directory may be closed to postgres
+		(cd / && runuser -u postgres -- "$@")
 	else
 		"$@"
 	fi
