@@ -193,8 +193,11 @@ copy_pass(struct copy *cp, int verify)
 			copy_fail(cp, "(scan)", why);
 			return -1;
 		}
-		if (cp->n == 0)
+		if (cp->n == 0) {
+			store_meta_free_array(cp->page, 0);
+			cp->page = NULL;
 			break;
+		}
 		cp->next = 0;
 		for (i = 0; i < COPY_THREADS; i++)
 			pthread_create(&t[i], NULL, copy_worker, cp);

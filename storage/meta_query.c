@@ -395,9 +395,11 @@ meta_query_scan(struct meta_sqlite *ms, const char *after, size_t limit,
 		meta_conn_error(c->db, cause, "scan profiles");
 		goto out;
 	}
-	*out = res;
-	*n = nres;
-	res = NULL;
+	if (nres > 0) {
+		*out = res;
+		*n = nres;
+		res = NULL;
+	}
 	ret = 0;
 out:
 	store_meta_free_array(res, nres);

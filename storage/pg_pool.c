@@ -41,10 +41,18 @@ pg_pool_notice(void *arg, const char *msg)
 static int
 pg_pool_connect(const char *uri, PGconn **out, char **cause)
 {
+	/* Defaults the URI may override. A server that vanishes without
+	   closing the connection (a cut cable, a dead host) is noticed by
+	   keepalives and tcp_user_timeout within about 30 s, instead of a
+	   thread blocked in recv() for good; statement_timeout bounds a
+	   statement stuck behind a lock. */
 	const char *const keys[] = { "connect_timeout", "application_name",
-	    "client_encoding", "dbname", NULL };
+	    "client_encoding", "keepalives", "keepalives_idle",
+	    "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+	    "options", "dbname", NULL };
 	const char *const vals[] = { PG_POOL_CONNECT_TIMEOUT, "profd", "UTF8",
-	    uri, NULL };
+	    "1", "10", "5", "3", "30000", "-c statement_timeout=60s", uri,
+	    NULL };
 	PGconn	*c;
 	char	*msg;
 	int	 rc;

@@ -100,6 +100,30 @@ pg_read_labels_of(PGconn *c, struct profile_meta *m, const int64_t *pks,
 	return 0;
 }
 
+/* The metas of r's rows (PG_READ_COLUMNS) with their labels; clears r. */
+static int
+pg_read_rows(PGconn *c, PGresult *r, struct profile_meta **out, size_t *n,
+    char **cause)
+{
+	int64_t	*pks;
+	size_t	 i, nr = (size_t)PQntuples(r);
+	int	 rc;
+
+	*out = nr > 0 ? xcalloc(nr, sizeof **out) : NULL;	/* as embedded */
+	pks = xcalloc(nr ? nr : 1, sizeof *pks);
+	for (i = 0; i < nr; i++)
+		pks[i] = pg_read_row(r, (int)i, &(*out)[i]);
+	PQclear(r);
+	*n = nr;
+	if ((rc = pg_read_labels_of(c, *out, pks, nr, cause)) != 0) {
+		store_meta_free_array(*out, nr);
+		*out = NULL;
+		*n = 0;
+	}
+	free(pks);
+	return rc;
+}
+
 /*
  * Resolves q's label pairs to ids: 0, 1 when a pair was never stored
  * (nothing matches), or an error.
@@ -176,9 +200,8 @@ pg_read_list_on(PGconn *c, const struct store_query *q,
 {
 	struct pg_args	 p = { 0 };
 	PGresult		*r = NULL;
-	int64_t			*ids, *pks = NULL;
+	int64_t			*ids;
 	char			*where, *sql;
-	size_t			 i, nr;
 	int			 rc;
 
 	ids = xcalloc(q->nlabels + 1, sizeof *ids);
@@ -200,20 +223,7 @@ pg_read_list_on(PGconn *c, const struct store_query *q,
 	pg_args_free(&p);
 	if (rc != 0)
 		return rc;
-	nr = (size_t)PQntuples(r);
-	*out = xcalloc(nr ? nr : 1, sizeof **out);
-	pks = xcalloc(nr ? nr : 1, sizeof *pks);
-	for (i = 0; i < nr; i++)
-		pks[i] = pg_read_row(r, (int)i, &(*out)[i]);
-	PQclear(r);
-	*n = nr;
-	if ((rc = pg_read_labels_of(c, *out, pks, nr, cause)) != 0) {
-		store_meta_free_array(*out, nr);
-		*out = NULL;
-		*n = 0;
-	}
-	free(pks);
-	return rc;
+	return pg_read_rows(c, r, out, n, cause);
 }
 
 /* Lists metas matching q, newest first. */
@@ -244,10 +254,8 @@ pg_read_scan(struct pg *pg, const char *after, size_t limit,
 {
 	PGresult	*r;
 	PGconn		*c;
-	int64_t		*pks;
 	char		 lim[24];
 	const char	*v[2] = { after, pg_conn_i64(lim, (int64_t)limit) };
-	size_t		 i, nr;
 	int		 rc;
 
 	*out = NULL;
@@ -257,23 +265,8 @@ pg_read_scan(struct pg *pg, const char *after, size_t limit,
 	rc = pg_conn_exec(c, "SELECT " PG_READ_COLUMNS " FROM profiles AS p "
 	    "WHERE p.id > $1 ORDER BY p.id LIMIT $2::bigint", 2, v, NULL,
 	    NULL, &r, cause, "scan profiles");
-	if (rc != 0) {
-		pg_pool_put(pg->pool, c);
-		return rc;
-	}
-	nr = (size_t)PQntuples(r);
-	*out = xcalloc(nr ? nr : 1, sizeof **out);
-	pks = xcalloc(nr ? nr : 1, sizeof *pks);
-	for (i = 0; i < nr; i++)
-		pks[i] = pg_read_row(r, (int)i, &(*out)[i]);
-	PQclear(r);
-	*n = nr;
-	if ((rc = pg_read_labels_of(c, *out, pks, nr, cause)) != 0) {
-		store_meta_free_array(*out, nr);
-		*out = NULL;
-		*n = 0;
-	}
-	free(pks);
+	if (rc == 0)
+		rc = pg_read_rows(c, r, out, n, cause);
 	pg_pool_put(pg->pool, c);
 	return rc;
 }
@@ -345,7 +338,7 @@ pg_read_strings(struct pg *pg, const char *sql, int nv, const char *const *v,
 	if (rc != 0)
 		return rc;
 	*n = (size_t)PQntuples(r);
-	*out = xcalloc(*n ? *n : 1, sizeof **out);
+	*out = *n > 0 ? xcalloc(*n, sizeof **out) : NULL;	/* as embedded */
 	for (i = 0; i < *n; i++)
 		(*out)[i] = xstrdup(PQgetvalue(r, (int)i, 0));
 	PQclear(r);

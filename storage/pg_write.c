@@ -24,7 +24,9 @@
 #include "storage/pg_int.h"
 
 #define PG_WRITE_BATCH_ROWS	512
-#define PG_WRITE_BATCH_BYTES	(64 * 1024 * 1024)
+/* libpq copies a statement's parameters into its buffer: a batch's
+   bytes are held twice while it is sent. */
+#define PG_WRITE_BATCH_BYTES	(16 * 1024 * 1024)
 #define PG_WRITE_RETRIES	5
 
 /* One (key, value) of a batch, and its label id once known. */
