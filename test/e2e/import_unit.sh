@@ -71,10 +71,11 @@ for k in addr data-dir retention workers max-body max-inflated max-merge-profile
 done
 is "$missing" "" "profd.conf.example has the documented keys"
 sed -n 's/^# \([a-z][a-z-]*\) = /\1 = /p' "$CONF" |
-	grep -v -e '^data-dir' -e '^log-file' -e '^auth-file' -e '^addr' >"$T_TMP/profd.conf"
+	grep -v -e '^data-dir' -e '^log-file' -e '^auth-file' -e '^addr' \
+	    -e '^store = ' >"$T_TMP/profd.conf"
 if [ -x "$PROFD" ] && "$PROFD" --version 2>&1 | grep -q .; then
-	# --config and --rebuild-meta exist on the command line only
-	flags=$("$PROFD" --help 2>&1 | sed -n 's/^  --\([a-z][a-z-]*\) .*/\1/p' | grep -vx -e config -e rebuild-meta | sort | tr '\n' ' ')
+	# --config, --rebuild-meta and --copy-to exist on the command line only
+	flags=$("$PROFD" --help 2>&1 | sed -n 's/^  --\([a-z][a-z-]*\) .*/\1/p' | grep -vx -e config -e rebuild-meta -e copy-to | sort | tr '\n' ' ')
 	is "$keys" "$flags" "profd.conf.example has exactly the options of profd --help"
 	documented=" $(sed -n 's/^\.BI* *\\-\\-\([a-z\\-]*\).*/\1/p' "${top_srcdir:-.}/tools/man/profd.8" |
 		sed 's/\\-/-/g' | tr '\n' ' ')"
