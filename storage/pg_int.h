@@ -68,6 +68,8 @@ int	pg_read_list(struct pg *, const struct store_query *q,
 	    struct profile_meta **out, size_t *n, char **cause);
 int	pg_read_scan(struct pg *, const char *after, size_t limit,
 	    struct profile_meta **out, size_t *n, char **cause);
+int	pg_read_plan(struct pg *, const struct store_query *q,
+	    struct store_plan *out, char **cause);
 int	pg_read_get(struct pg *, const char *id, struct profile_meta *out,
 	    char **cause);
 int	pg_read_blob(struct pg *, const char *id, uint8_t **buf,

@@ -173,26 +173,7 @@ static int
 postgres_plan(void *be, const struct store_query *q, struct store_plan *out,
     char **cause)
 {
-	struct store_query	 all = *q;
-	struct profile_meta	*m = NULL;
-	size_t			 n = 0, i;
-	int			 rc;
-
-	memset(out, 0, sizeof *out);
-	all.limit = 0;
-	if ((rc = postgres_rc(pg_read_list(be, &all, &m, &n, cause))) != 0)
-		return rc;
-	out->p = xcalloc(n ? n : 1, sizeof *out->p);
-	for (i = 0; i < n; i++) {
-		memcpy(out->p[i].id, m[i].id, sizeof out->p[i].id);
-		out->p[i].sample_types = m[i].sample_types;
-		m[i].sample_types = NULL;
-		out->p[i].profiles = 1;
-	}
-	out->n = n;
-	out->profiles = (int64_t)n;
-	store_meta_free_array(m, n);
-	return 0;
+	return postgres_rc(pg_read_plan(be, q, out, cause));
 }
 
 /* Compaction: nothing to do on this backend yet. */
