@@ -2,13 +2,12 @@
 # a cluster with Debian's PostgreSQL (initdb into a temporary directory,
 # run as the postgres user when the tests run as root), listening only on
 # a Unix socket in that directory; pg_db NAME creates a database and prints
-# its URI; pg_stop stops the cluster (e2e.sh's cleanup calls it).
-#
-# pg_restart and pg_kill let a test take the server away under profd.
+# its URI; pg_server start|stop runs pg_ctl on it (a test takes the
+# server away under profd with it); pg_stop stops the cluster and removes
+# it (e2e.sh's cleanup calls it).
 
 PG_DIR=
 PG_BIN=
-PG_URI_BASE=
 
 # pg_as CMD...: runs CMD as the user that owns the cluster.
 pg_as() {
@@ -40,7 +39,6 @@ pg_start() {
 		return 1
 	fi
 	pg_server start || return 1
-	PG_URI_BASE="postgresql://profd@/"
 }
 
 # pg_server start|stop|restart: pg_ctl on the cluster (waits).
@@ -63,13 +61,6 @@ pg_db() {
 # pg_sql DB SQL: runs SQL in database DB, prints rows unaligned.
 pg_sql() {
 	pg_as "$PG_BIN/psql" -h "$PG_DIR" -U profd -d "$1" -qAt -c "$2"
-}
-
-# pg_kill: the server's postmaster dies at once (SIGKILL), sockets left.
-pg_kill() {
-	local pid
-	pid=$(head -n 1 "$PG_DIR/data/postmaster.pid" 2>/dev/null)
-	[ -n "$pid" ] && kill -KILL "$pid"
 }
 
 # pg_stop: stops the cluster and removes it.
