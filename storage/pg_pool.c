@@ -7,6 +7,7 @@
  * Every connection sets synchronous_commit on (a commit is on the
  * server's disk before we acknowledge), UTF-8 and a connect timeout.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,22 @@ pg_pool_free(struct pg_pool *p)
 	free(p);
 }
 
+/* Whether an idle connection is still good: we never LISTEN, so
+   anything readable on its socket is the server ending it (a FATAL
+   "terminating connection", then end of file) or the end itself. Both may
+   arrive in separate reads, so the mere readability condemns it. */
+static int
+pg_pool_idle_ok(PGconn *c)
+{
+	struct pollfd pfd;
+
+	if (PQstatus(c) != CONNECTION_OK || (pfd.fd = PQsocket(c)) < 0)
+		return 0;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	return poll(&pfd, 1, 0) == 0;
+}
+
 /* Takes a connection, connecting when needed. */
 int
 pg_pool_get(struct pg_pool *p, PGconn **out, char **cause)
@@ -130,11 +147,7 @@ pg_pool_get(struct pg_pool *p, PGconn **out, char **cause)
 		pthread_cond_wait(&p->cv, &p->mu);
 	c = p->idle[--p->nidle];
 	pthread_mutex_unlock(&p->mu);
-	/* Reads what the server sent while the connection sat idle: a
-	   server that restarted since has closed it (never blocks, libpq's
-	   sockets are non-blocking). */
-	if (c != NULL && (PQconsumeInput(c) == 0 ||
-	    PQstatus(c) != CONNECTION_OK)) {
+	if (c != NULL && !pg_pool_idle_ok(c)) {
 		PQfinish(c);
 		c = NULL;
 	}

@@ -4,7 +4,8 @@
 # workers that burn CPU: profd receives profiles from the 4 worker pids and
 # the parent, each labelled pid=PID and exe=forker, samples in worker_burn
 # from the workers. (2) nginx, master + 2 workers (gzip on; reuseport, so
-# the kernel spreads wrk's 8 connections over both) under wrk:
+# the kernel spreads wrk's 32 connections over both: all on one worker
+# has odds 2^-31, where 8 had 1 in 128) under wrk:
 # profiles with samples come from at least 2 worker pids. Every profile's
 # mapping 1 is the main executable.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
@@ -96,7 +97,7 @@ env PROFD_SERVICE;
 env PROFD_OUTPUT_DIR;
 env PROFD_WINDOW;
 env PROFD_PERIOD;
-events { worker_connections 64; }
+events { worker_connections 128; }
 http {
 	access_log off;
 	client_body_temp_path $N/tmp_body;
@@ -124,7 +125,7 @@ for i in $(seq 1 50); do
 	sleep 0.1
 done
 wpids=$(pgrep -P "$master" | sort -n)
-wrk -t2 -c8 -d4s -H 'Accept-Encoding: gzip' \
+wrk -t2 -c32 -d4s -H 'Accept-Encoding: gzip' \
     "http://127.0.0.1:$port/page.txt" >"$N/wrk.txt" 2>&1
 grep -E 'Requests/sec' "$N/wrk.txt" | sed 's/^/# wrk: /'
 # Each worker's CPU (clock ticks) and threads, to tell an idle worker
