@@ -188,7 +188,7 @@ embedded_rollup_recover(struct embedded *e, char **cause)
 	for (i = 0; i < nm.n; i++) {
 		memcpy(name, nm.v + i * STORE_ID_LEN, STORE_ID_LEN);
 		name[STORE_ID_LEN] = '\0';
-		rid = meta_rollup_rid(name);
+		rid = rollup_ids_rid(name);
 		if (rid > 0 && nrids > 0 && bsearch(&rid, rids, nrids,
 		    sizeof *rids, embedded_cmp_i64) != NULL)
 			continue;
@@ -377,7 +377,7 @@ embedded_read_blob(void *be, const char *id, uint8_t **buf, size_t *len,
 {
 	struct embedded	*e = be;
 
-	if (meta_rollup_rid(id) > 0)
+	if (rollup_ids_rid(id) > 0)
 		return blobs_read(e->rollups, id, buf, len, cause);
 	return blobs_read(e->blobs, id, buf, len, cause);
 }
@@ -514,7 +514,7 @@ embedded_compact_unwrite(struct embedded *e, struct store_compaction *c)
 	for (i = 0; i < c->n; i++) {
 		if (c->r[i].refs || c->r[i].rid == 0)
 			continue;
-		meta_rollup_name(c->r[i].rid, name);
+		rollup_ids_name(c->r[i].rid, name);
 		if (blobs_remove(e->rollups, name, 0, &why) == -1) {
 			log_warn("%s: %s", __func__, why);
 			free(why);
@@ -537,7 +537,7 @@ embedded_compact_write(struct embedded *e, const struct store_compaction *c,
 	if (r->bytes == NULL)
 		return xcause(cause, "rollup of %s %s: not merged", c->service,
 		    c->type);
-	meta_rollup_name(r->rid, name);
+	rollup_ids_name(r->rid, name);
 	memset(&m, 0, sizeof m);
 	snprintf(m.id, sizeof m.id, "%s", name);
 	m.service = c->service;
@@ -594,7 +594,7 @@ embedded_compact_commit(void *be, struct store_compaction **cs, size_t ncs,
 		for (i = 0; i < cs[k]->n; i++, nfd++) {
 			if (fds[nfd] < 0)
 				continue;
-			meta_rollup_name(cs[k]->r[i].rid, name);
+			rollup_ids_name(cs[k]->r[i].rid, name);
 			if (blobs_check(fds[nfd], name, cause) == -1)
 				goto fail;
 		}

@@ -21,173 +21,17 @@
 
 #include "common/xmalloc.h"
 #include "storage/meta_rollup.h"
+#include "storage/rollup_build.h"
 #include "storage/meta_sqlite_int.h"
 
 #define META_COMPACT_NS		INT64_C(1000000000)
 #define META_COMPACT_LATE_BATCH	512	/* late profiles flagged at once */
 
-
-
-
-
-
-
-/* A group being built: its pieces and what they share. */
-struct meta_compact_group {
-	int64_t		 label_id;
-	char		*sample_types;
-	char		**pieces;
-	unsigned char	*is_rollup;
-	size_t		 n, cap;
-	int64_t		 profiles;
-	int64_t		*common;
-	size_t		 ncommon;
-	int		 uniform;
+/* What a compaction reads: one connection, one service and type. */
+struct meta_compact_src {
+	struct meta_conn	*c;
+	const char		*service, *type;
 };
-
-/* A compaction being built: groups (hashed) and profiles to mark. */
-struct meta_compact_build {
-	struct meta_compact_group	*g;
-	size_t		 ng, capg;
-	size_t		*slot;		/* hash: index + 1, 0 empty */
-	size_t		 nslot;
-	int64_t		*mark;
-	size_t		 nmark, capmark;
-};
-
-/* Hash of a group key. */
-static size_t
-meta_compact_hash(int64_t label_id, const char *st)
-{
-	uint64_t	h = 1469598103934665603ULL ^ (uint64_t)label_id;
-
-	for (; *st != '\0'; st++)
-		h = (h ^ (uint8_t)*st) * 1099511628211ULL;
-	return (size_t)(h ^ (h >> 29));
-}
-
-/* Re-hashes every group into a table of twice the size. */
-static void
-meta_compact_rehash(struct meta_compact_build *b)
-{
-	size_t	i, h;
-
-	free(b->slot);
-	b->nslot = b->nslot ? b->nslot * 2 : 64;
-	b->slot = xcalloc(b->nslot, sizeof *b->slot);
-	for (i = 0; i < b->ng; i++) {
-		h = meta_compact_hash(b->g[i].label_id, b->g[i].sample_types);
-		while (b->slot[h & (b->nslot - 1)] != 0)
-			h++;
-		b->slot[h & (b->nslot - 1)] = i + 1;
-	}
-}
-
-/* The group (label_id, sample_types), created if new. */
-static struct meta_compact_group *
-meta_compact_group(struct meta_compact_build *b, int64_t label_id, const char *st)
-{
-	struct meta_compact_group	*g;
-	size_t		 h, i;
-
-	if (b->ng * 2 >= b->nslot)
-		meta_compact_rehash(b);
-	for (h = meta_compact_hash(label_id, st);; h++) {
-		i = b->slot[h & (b->nslot - 1)];
-		if (i == 0)
-			break;
-		g = &b->g[i - 1];
-		if (g->label_id == label_id && strcmp(g->sample_types, st) == 0)
-			return g;
-	}
-	if (b->ng == b->capg) {
-		b->capg = b->capg ? b->capg * 2 : 64;
-		b->g = xreallocarray(b->g, b->capg, sizeof *b->g);
-	}
-	g = &b->g[b->ng];
-	memset(g, 0, sizeof *g);
-	g->label_id = label_id;
-	g->sample_types = xstrdup(st);
-	b->slot[h & (b->nslot - 1)] = ++b->ng;
-	return g;
-}
-
-/* Adds a piece holding `profiles` profiles, all carrying common[]. */
-static void
-meta_compact_add(struct meta_compact_group *g, const char *id, int is_rollup,
-    int64_t profiles, const int64_t *common, size_t ncommon, int uniform)
-{
-	size_t	i, j, k;
-
-	if (g->n == g->cap) {
-		g->cap = g->cap ? g->cap * 2 : 4;
-		g->pieces = xreallocarray(g->pieces, g->cap, sizeof *g->pieces);
-		g->is_rollup = xreallocarray(g->is_rollup, g->cap, 1);
-	}
-	g->pieces[g->n] = xstrdup(id);
-	g->is_rollup[g->n] = (unsigned char)is_rollup;
-	if (g->n++ == 0) {
-		g->common = xreallocarray(NULL, ncommon + 1, sizeof *g->common);
-		if (ncommon > 0)
-			memcpy(g->common, common, ncommon * sizeof *common);
-		g->ncommon = ncommon;
-		g->uniform = uniform;
-	} else {
-		if (!uniform || ncommon != g->ncommon || (ncommon > 0 &&
-		    memcmp(common, g->common, ncommon * sizeof *common) != 0))
-			g->uniform = 0;
-		/* Intersect the two sorted sets in place. */
-		for (i = j = k = 0; i < g->ncommon && j < ncommon;) {
-			if (g->common[i] < common[j])
-				i++;
-			else if (g->common[i] > common[j])
-				j++;
-			else {
-				g->common[k++] = g->common[i];
-				i++;
-				j++;
-			}
-		}
-		g->ncommon = k;
-	}
-	g->profiles += profiles;
-}
-
-/* Frees a build. */
-static void meta_compact_group_free(struct meta_compact_group *);
-static void
-meta_compact_build_free(struct meta_compact_build *b)
-{
-	size_t	i;
-
-	for (i = 0; i < b->ng; i++)
-		meta_compact_group_free(&b->g[i]);
-	free(b->g);
-	free(b->slot);
-	free(b->mark);
-	memset(b, 0, sizeof *b);
-}
-
-/* Adds one profile to its groups: every profile's, and each pair's. */
-static void
-meta_compact_add_profile(struct meta_compact_build *b, const char *id,
-    const char *st, int64_t *labels, size_t nlabels)
-{
-	size_t	i;
-
-	if (nlabels > 0)
-		qsort(labels, nlabels, sizeof *labels, meta_rollup_cmp_i64);
-	meta_compact_add(meta_compact_group(b, 0, st), id, 0, 1, labels,
-	    nlabels, 1);
-	for (i = 0; i < nlabels; i++) {
-		if (i > 0 && labels[i] == labels[i - 1])
-			continue;
-		meta_compact_add(meta_compact_group(b, labels[i], st), id, 0, 1,
-		    labels, nlabels, 1);
-	}
-}
-
-
 
 /*
  * Takes the profiles of [b0, b1) seconds that belong in a rollup: fresh
@@ -195,10 +39,11 @@ meta_compact_add_profile(struct meta_compact_build *b, const char *id,
  * stay out.
  */
 static int
-meta_compact_take_raw(struct meta_conn *c, struct meta_compact_build *b,
-    const char *service, const char *type, int64_t b0, int64_t b1,
-    char **cause)
+meta_compact_take_raw(void *arg, struct rollup_build *b, int64_t b0,
+    int64_t b1, char **cause)
 {
+	struct meta_compact_src	*src = arg;
+	struct meta_conn	*c = src->c;
 	sqlite3_stmt	*s;
 	int64_t		 pk = -1, *labels = NULL, rolled = 0;
 	size_t		 nl = 0, capl = 0;
@@ -213,8 +58,8 @@ meta_compact_take_raw(struct meta_conn *c, struct meta_compact_build *b,
 	    "ORDER BY p.created_at, p.id", cause);
 	if (s == NULL)
 		return -1;
-	sqlite3_bind_text(s, 1, service, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 1, src->service, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, src->type, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, b0 * META_COMPACT_NS);
 	sqlite3_bind_int64(s, 4, b1 * META_COMPACT_NS);
 	for (;;) {
@@ -229,18 +74,9 @@ meta_compact_take_raw(struct meta_conn *c, struct meta_compact_build *b,
 			continue;
 		}
 		/* The previous profile is complete. */
-		if (id != NULL && (rolled == -1 || rolled == 1)) {
-			meta_compact_add_profile(b, id, st, labels, nl);
-			if (rolled == -1) {
-				if (b->nmark == b->capmark) {
-					b->capmark = b->capmark ?
-					    b->capmark * 2 : 64;
-					b->mark = xreallocarray(b->mark,
-					    b->capmark, sizeof *b->mark);
-				}
-				b->mark[b->nmark++] = pk;
-			}
-		}
+		if (id != NULL)
+			rollup_build_profile(b, pk, (int)rolled, id, st,
+			    labels, nl);
 		free(id);
 		free(st);
 		id = st = NULL;
@@ -273,10 +109,11 @@ meta_compact_take_raw(struct meta_conn *c, struct meta_compact_build *b,
 
 /* The done buckets of a level in [b0, b1): a new sorted array. */
 static int
-meta_compact_done_in(struct meta_conn *c, const char *service,
-    const char *type, int level, int64_t b0, int64_t b1, int64_t **out,
-    size_t *n, char **cause)
+meta_compact_done_in(void *arg, int level, int64_t b0, int64_t b1,
+    int64_t **out, size_t *n, char **cause)
 {
+	struct meta_compact_src	*src = arg;
+	struct meta_conn	*c = src->c;
 	sqlite3_stmt	*s;
 	int		 rc;
 
@@ -287,7 +124,7 @@ meta_compact_done_in(struct meta_conn *c, const char *service,
 	    "AND bucket < ?5 AND done = 1 ORDER BY bucket", cause);
 	if (s == NULL)
 		return -1;
-	meta_rollup_bind_key(s, service, type, level);
+	meta_rollup_bind_key(s, src->service, src->type, level);
 	sqlite3_bind_int64(s, 4, b0);
 	sqlite3_bind_int64(s, 5, b1);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -300,194 +137,38 @@ meta_compact_done_in(struct meta_conn *c, const char *service,
 	return 0;
 }
 
-/*
- * Adds a row as pieces: its blob (name), or the profiles it refers to
- * (refs: ids separated by spaces).
- */
-static void
-meta_compact_add_row(struct meta_compact_group *g, const char *name, const char *refs,
-    int64_t profiles, const int64_t *common, size_t ncommon, int uniform)
-{
-	char	*copy, *tok, *save;
-
-	if (refs == NULL) {
-		meta_compact_add(g, name, 1, profiles, common, ncommon, uniform);
-		return;
-	}
-	copy = xstrdup(refs);
-	for (tok = strtok_r(copy, " ", &save); tok != NULL;
-	    tok = strtok_r(NULL, " ", &save))
-		meta_compact_add(g, tok, 0, 1, common, ncommon, uniform);
-	free(copy);
-}
-
-/* Adds the rows of the done buckets of a level in [b0, b1). */
+/* Feeds the rows of a level in [b0, b1) to the build. */
 static int
-meta_compact_take_rows(struct meta_conn *c, struct meta_compact_build *b,
-    const char *service, const char *type, int level, int64_t b0,
-    int64_t b1, const int64_t *done, size_t ndone, char **cause)
+meta_compact_take_rows(void *arg, struct rollup_build *b, int level,
+    int64_t b0, int64_t b1, char **cause)
 {
-	sqlite3_stmt	*s;
-	int64_t		 bucket, *common, label_id;
-	size_t		 ncommon, i;
-	char		 name[STORE_ID_LEN + 1];
-	const char	*refs, *st;
-	int		 rc;
+	struct meta_compact_src	*src = arg;
+	sqlite3_stmt		*s;
+	int			 rc;
 
-	s = meta_rollup_prepare(c, "SELECT rid, bucket, label_id, "
+	s = meta_rollup_prepare(src->c, "SELECT rid, bucket, label_id, "
 	    "sample_types, profiles, profile, common, uniform FROM rollups "
 	    "INDEXED BY rollups_bucket WHERE service = ?1 AND type = ?2 "
 	    "AND level = ?3 AND bucket >= ?4 AND bucket < ?5", cause);
 	if (s == NULL)
 		return -1;
-	meta_rollup_bind_key(s, service, type, level);
+	meta_rollup_bind_key(s, src->service, src->type, level);
 	sqlite3_bind_int64(s, 4, b0);
 	sqlite3_bind_int64(s, 5, b1);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		bucket = sqlite3_column_int64(s, 1);
-		if (ndone == 0 || bsearch(&bucket, done, ndone, sizeof *done,
-		    meta_rollup_cmp_i64) == NULL)
-			continue;
-		st = (const char *)sqlite3_column_text(s, 3);
-		refs = (const char *)sqlite3_column_text(s, 5);
-		meta_rollup_name(sqlite3_column_int64(s, 0), name);
-		ncommon = meta_rollup_ids_parse((const char *)
-		    sqlite3_column_text(s, 6), &common);
-		label_id = sqlite3_column_int64(s, 2);
-		/* The row of every profile stands for the pairs all carry. */
-		for (i = 0; i <= (label_id == 0 ? ncommon : 0); i++)
-			meta_compact_add_row(meta_compact_group(b, i == 0 ?
-			    label_id : common[i - 1], st ? st : ""), name, refs,
-			    sqlite3_column_int64(s, 4), common, ncommon,
-			    sqlite3_column_int(s, 7));
-		free(common);
-	}
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		rollup_build_row(b, sqlite3_column_int64(s, 1),
+		    sqlite3_column_int64(s, 0),
+		    (const char *)sqlite3_column_text(s, 5),
+		    sqlite3_column_int64(s, 2),
+		    (const char *)sqlite3_column_text(s, 3),
+		    sqlite3_column_int64(s, 4),
+		    (const char *)sqlite3_column_text(s, 6),
+		    sqlite3_column_int(s, 7));
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)
-		return meta_conn_error(c->db, cause, "read rollups");
+		return meta_conn_error(src->c->db, cause, "read rollups");
 	return 0;
 }
-
-/*
- * Collects what the rollups of bucket [b0, b1) at level merge: the rows
- * of its done parts, and the parts not done taken apart in turn, down to
- * the profiles of minutes.
- */
-static int
-meta_compact_collect(struct meta_conn *c, struct meta_compact_build *b,
-    const char *service, const char *type, int level, int64_t b0,
-    int64_t b1, char **cause)
-{
-	int64_t	*done = NULL, step, t;
-	size_t	 ndone = 0, i = 0;
-	int	 ret = -1;
-
-	if (level == 0)
-		return meta_compact_take_raw(c, b, service, type, b0, b1, cause);
-	step = store_rollup_step[level - 1];
-	if (meta_compact_done_in(c, service, type, level - 1, b0, b1, &done,
-	    &ndone, cause) == -1)
-		return -1;
-	if (ndone > 0 && meta_compact_take_rows(c, b, service, type,
-	    level - 1, b0, b1, done, ndone, cause) == -1)
-		goto out;
-	for (t = b0; t < b1; t += step) {
-		if (i < ndone && done[i] == t) {
-			i++;
-			continue;
-		}
-		if (meta_compact_collect(c, b, service, type, level - 1, t,
-		    t + step, cause) == -1)
-			goto out;
-	}
-	ret = 0;
-out:
-	free(done);
-	return ret;
-}
-
-
-/*
- * 1 if group g holds the same profiles as the group of every profile with
- * its sample types (every one of them carries g's pair): it is not stored
- * again, merges use that group's rollup.
- */
-static int
-meta_compact_same_as_all(struct meta_compact_build *b, const struct meta_compact_group *g)
-{
-	const struct meta_compact_group	*all;
-	size_t			 h, i;
-
-	if (g->label_id == 0)
-		return 0;
-	for (h = meta_compact_hash(0, g->sample_types);; h++) {
-		if ((i = b->slot[h & (b->nslot - 1)]) == 0)
-			return 0;
-		all = &b->g[i - 1];
-		if (all->label_id == 0 &&
-		    strcmp(all->sample_types, g->sample_types) == 0)
-			break;
-	}
-	return meta_rollup_has(all->common, all->ncommon, g->label_id);
-}
-
-/* Frees one group's memory. */
-static void
-meta_compact_group_free(struct meta_compact_group *g)
-{
-	size_t	j;
-
-	for (j = 0; j < g->n; j++)
-		free(g->pieces[j]);
-	free(g->pieces);
-	free(g->is_rollup);
-	free(g->common);
-	free(g->sample_types);
-}
-
-/* Turns a build into a compaction (taking its memory). */
-static struct store_compaction *
-meta_compact_finish(struct meta_compact_build *b, const char *service, const char *type,
-    int level, int64_t bucket)
-{
-	struct store_compaction	*c = xcalloc(1, sizeof *c);
-	struct store_rollup	*r;
-	struct meta_compact_group		*g;
-	size_t			 i, j;
-
-	c->service = xstrdup(service);
-	c->type = xstrdup(type);
-	c->level = level;
-	c->bucket = bucket;
-	c->r = xcalloc(b->ng ? b->ng : 1, sizeof *c->r);
-	for (i = 0; i < b->ng; i++) {
-		g = &b->g[i];
-		if (meta_compact_same_as_all(b, g))
-			continue;
-		r = &c->r[c->n++];
-		r->pieces = g->pieces;
-		r->npieces = g->n;
-		r->profiles = g->profiles;
-		r->sample_types = xstrdup(g->sample_types);
-		r->label_id = g->label_id;
-		r->common = meta_rollup_ids_format(g->common, g->ncommon);
-		r->uniform = g->uniform;
-		r->refs = g->n <= STORE_ROLLUP_REFS;
-		for (j = 0; j < g->n && r->refs; j++)
-			r->refs = !g->is_rollup[j];
-		g->pieces = NULL;
-		g->n = 0;
-	}
-	for (i = 0; i < b->ng; i++)
-		meta_compact_group_free(&b->g[i]);
-	c->mark = b->mark;
-	c->nmark = b->nmark;
-	free(b->g);
-	free(b->slot);
-	memset(b, 0, sizeof *b);
-	return c;
-}
-
 
 /* 1 if bucket (level, b) or a bucket around it is done. */
 static int
@@ -504,7 +185,6 @@ meta_compact_covered(struct meta_conn *c, const char *service,
 	}
 	return 0;
 }
-
 
 /*
  * The oldest fresh profile older than before (ns) whose minute may be
@@ -586,7 +266,6 @@ out:
 	return ret;
 }
 
-
 /*
  * The oldest waiting bucket of level that ended before `before` (s): 1
  * with *service, *type, *bucket, 0 none.
@@ -623,7 +302,10 @@ meta_compact_find(struct meta_sqlite *ms, struct meta_conn *c, int64_t now_ns,
     int64_t delay_ns, int64_t after_ns, struct store_compaction **out,
     char **cause)
 {
-	struct meta_compact_build	 b;
+	struct meta_compact_src	 src;
+	struct rollup_build_src	 ops = { &src, meta_compact_take_raw,
+		    meta_compact_done_in, meta_compact_take_rows };
+	struct rollup_build	*b;
 	char		*service = NULL, *type = NULL;
 	int64_t		 bucket = 0, before = now_ns - delay_ns;
 	int		 level, l, rc;
@@ -664,16 +346,20 @@ meta_compact_find(struct meta_sqlite *ms, struct meta_conn *c, int64_t now_ns,
 	}
 	if (rc == 0)
 		return 0;
-	memset(&b, 0, sizeof b);
+	src.c = c;
+	src.service = service;
+	src.type = type;
+	b = rollup_build_new();
 	/* One snapshot: the done marks and rows read agree. */
 	rc = meta_conn_exec(c->db, "BEGIN", cause, "begin");
 	if (rc == 0)
-		rc = meta_compact_collect(c, &b, service, type, level, bucket,
+		rc = rollup_build_collect(b, &ops, level, bucket,
 		    bucket + store_rollup_step[level], cause);
 	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
 	if (rc == 0)
-		*out = meta_compact_finish(&b, service, type, level, bucket);
-	meta_compact_build_free(&b);
+		*out = rollup_build_finish(b, service, type, level, bucket);
+	else
+		rollup_build_free(b);
 	free(service);
 	free(type);
 	return rc;
@@ -824,8 +510,4 @@ meta_compact_abandon(struct meta_sqlite *ms, struct store_compaction *c,
 	return meta_rollup_write_ints(ms, "UPDATE profiles SET rolled = 0 "
 	    "WHERE pk = ?1 AND rolled = -1", c->mark, c->nmark, cause);
 }
-
-
-
-
 

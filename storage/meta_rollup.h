@@ -12,6 +12,7 @@
 
 #include <sqlite3.h>
 
+#include "storage/rollup_ids.h"
 #include "storage/store.h"
 
 struct meta_sqlite;
@@ -22,7 +23,7 @@ struct meta_conn;
  * The rollup tables, part of meta_sqlite.c's schema:
  *  - rollups: one row per (service, type, level, bucket, label_id,
  *    sample_types); label_id 0 is the group of every profile. A row
- *    holds `profiles` profiles: its blob (rollups/xx/NAME, meta_rollup_name), or, when
+ *    holds `profiles` profiles: its blob (rollups/xx/NAME, rollup_ids_name), or, when
  *    it holds one, the id of that profile (`profile`) and no blob.
  *    common: the label ids every profile in it carries ("3,17,40"),
  *    uniform: 1 if they all carry exactly those.
@@ -62,11 +63,6 @@ struct meta_conn;
 	" ON rollup_buckets (level, bucket) WHERE done = 0;" \
 	"CREATE INDEX IF NOT EXISTS rollup_buckets_time" \
 	" ON rollup_buckets (bucket);"
-
-/* The blob name of rollup rid (two capitals and 18 digits). */
-void	meta_rollup_name(int64_t rid, char out[STORE_ID_LEN + 1]);
-/* rid of a rollup blob name; 0 if name is not one. */
-int64_t	meta_rollup_rid(const char *name);
 
 /* store_compact_next (meta_compact.c); rids are given by the caller. */
 int	meta_compact_next(struct meta_sqlite *, int64_t now_ns,
@@ -126,19 +122,6 @@ int	meta_rollup_maint_heal(struct meta_sqlite *, char ***names,
 /* store_plan (meta_plan.c). */
 int	meta_plan_query(struct meta_pool *, const struct store_query *q,
 	    struct store_plan *out, char **cause);
-
-/*
- * Label-id sets as text ("3,17,40", sorted): parses s into *v (free),
- * tests whether every id of want[0..nwant) is in s, formats a sorted set,
- * finds id in a sorted set.
- */
-size_t	meta_rollup_ids_parse(const char *s, int64_t **v);
-int	meta_rollup_ids_cover(const char *s, const int64_t *want,
-	    size_t nwant);
-char	*meta_rollup_ids_format(const int64_t *v, size_t n);
-int	meta_rollup_has(const int64_t *v, size_t n, int64_t id);
-/* qsort/bsearch comparison of int64_t. */
-int	meta_rollup_cmp_i64(const void *, const void *);
 
 /* Prepares sql on c: NULL with *cause. */
 sqlite3_stmt	*meta_rollup_prepare(struct meta_conn *c, const char *sql,

@@ -63,7 +63,7 @@ meta_rollup_maint_delete_before(struct meta_sqlite *ms, int64_t cutoff,
 			rows[sqlite3_column_int(s, 3)]++;
 		if (sqlite3_column_type(s, 2) != SQLITE_NULL)
 			continue;
-		meta_rollup_name(sqlite3_column_int64(s, 0), name);
+		rollup_ids_name(sqlite3_column_int64(s, 0), name);
 		*names = xreallocarray(*names, *nnames + 1, sizeof **names);
 		(*names)[(*nnames)++] = xstrdup(name);
 		*bytes += sqlite3_column_int64(s, 1);
@@ -167,7 +167,7 @@ meta_rollup_maint_recover(struct meta_sqlite *ms,
 			st->rollups[level]++;
 		if (sqlite3_column_type(s, 6) != SQLITE_NULL)
 			continue;
-		meta_rollup_name(sqlite3_column_int64(s, 0), name);
+		rollup_ids_name(sqlite3_column_int64(s, 0), name);
 		if (has_blob(arg, name)) {
 			*rids = xreallocarray(*rids, *nrids + 1, sizeof **rids);
 			(*rids)[(*nrids)++] = sqlite3_column_int64(s, 0);
@@ -309,7 +309,7 @@ meta_rollup_maint_reopen_bucket(struct meta_conn *w, const char *service,
 		if (sqlite3_column_type(s, 1) != SQLITE_NULL)
 			continue;
 		gone->bytes += sqlite3_column_int64(s, 2);
-		meta_rollup_name(sqlite3_column_int64(s, 0), name);
+		rollup_ids_name(sqlite3_column_int64(s, 0), name);
 		*names = xreallocarray(*names, *nnames + 1, sizeof **names);
 		(*names)[(*nnames)++] = xstrdup(name);
 	}
