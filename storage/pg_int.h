@@ -18,6 +18,8 @@
 /* Advisory lock keys (one space for profd: "prfd" and a number). */
 #define PG_LOCK_SCHEMA		INT64_C(0x7072666400000001)
 #define PG_LOCK_RETENTION	INT64_C(0x7072666400000002)
+#define PG_LOCK_COMPACT		INT64_C(0x7072666400000003)
+#define PG_LOCK_COMMIT		INT64_C(0x7072666400000004)
 
 /* A put waiting for the group commit (pg_write.c). */
 struct pg_put {
@@ -36,6 +38,12 @@ struct pg {
 	pthread_cond_t		 cv;
 	int			 leader;	/* a thread is committing */
 	struct pg_put		*queue, **tail;
+	/* Compaction (pg_rollup.c): one collector at a time, the one
+	   whose session holds PG_LOCK_COMPACT on lead. */
+	pthread_mutex_t		 lead_mu;
+	PGconn			*lead;
+	int			 leading;
+	int64_t			 late_maxpk, late_since;	/* healing */
 };
 
 /*
@@ -68,8 +76,6 @@ int	pg_read_list(struct pg *, const struct store_query *q,
 	    struct profile_meta **out, size_t *n, char **cause);
 int	pg_read_scan(struct pg *, const char *after, size_t limit,
 	    struct profile_meta **out, size_t *n, char **cause);
-int	pg_read_plan(struct pg *, const struct store_query *q,
-	    struct store_plan *out, char **cause);
 int	pg_read_get(struct pg *, const char *id, struct profile_meta *out,
 	    char **cause);
 int	pg_read_blob(struct pg *, const char *id, uint8_t **buf,
@@ -83,5 +89,30 @@ int	pg_read_missing_totals(struct pg *, const char *after, size_t limit,
 	    char ***out, size_t *n, char **cause);
 int	pg_read_timeline(struct pg *, const struct store_query *q,
 	    struct store_timeline *tl, char **cause);
+
+/* pg_plan.c: a time-window merge's pieces, over rollups. */
+int	pg_plan_query(struct pg *, const struct store_query *q,
+	    struct store_plan *out, char **cause);
+/* The label ids of q's pairs: 0, 1 if a pair was never stored, error. */
+int	pg_read_label_ids(PGconn *c, const struct store_query *q,
+	    int64_t *ids, char **cause);
+
+/* pg_rollup.c: compaction, by the collector that leads. */
+int	pg_rollup_lead(struct pg *, char **cause);
+void	pg_rollup_close(struct pg *);
+int	pg_rollup_next(struct pg *, int64_t now_ns, int64_t delay_ns,
+	    int64_t after_ns, struct store_compaction **out, char **cause);
+int	pg_rollup_commit(struct pg *, struct store_compaction **c, size_t n,
+	    char **cause);
+int	pg_rollup_abandon(struct pg *, struct store_compaction *c,
+	    char **cause);
+
+/* pg_rollup_maint.c: retention, healing and figures of rollups. */
+int	pg_rollup_maint_delete_before(struct pg *, int64_t cutoff,
+	    size_t batch, char **cause);
+int	pg_rollup_maint_heal(struct pg *, int64_t quiet_ns, size_t *minutes,
+	    char **cause);
+int	pg_rollup_maint_stats(struct pg *, struct store_rollup_stats *st,
+	    char **cause);
 
 #endif

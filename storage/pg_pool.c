@@ -123,7 +123,7 @@ pg_pool_free(struct pg_pool *p)
    anything readable on its socket is the server ending it (a FATAL
    "terminating connection", then end of file) or the end itself. Both may
    arrive in separate reads, so the mere readability condemns it. */
-static int
+int
 pg_pool_idle_ok(PGconn *c)
 {
 	struct pollfd pfd;
@@ -176,3 +176,10 @@ pg_pool_put(struct pg_pool *p, PGconn *c)
 	pthread_mutex_unlock(&p->mu);
 }
 
+
+/* A connection of its own, outside the pool (same settings). */
+int
+pg_pool_dial(struct pg_pool *p, PGconn **out, char **cause)
+{
+	return pg_pool_connect(p->uri, out, cause);
+}

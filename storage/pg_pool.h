@@ -27,5 +27,12 @@ void		 pg_pool_free(struct pg_pool *);
 int		 pg_pool_get(struct pg_pool *, PGconn **out, char **cause);
 /* Returns a connection; one left inside a transaction is rolled back. */
 void		 pg_pool_put(struct pg_pool *, PGconn *);
+/*
+ * A connection outside the pool, for a session that must outlive one
+ * call (an advisory lock held while leading): 0, or STORE_UNAVAILABLE.
+ */
+int		 pg_pool_dial(struct pg_pool *, PGconn **out, char **cause);
+/* Whether a connection that sat idle is still good (nothing readable). */
+int		 pg_pool_idle_ok(PGconn *);
 
 #endif

@@ -128,7 +128,7 @@ pg_read_rows(PGconn *c, PGresult *r, struct profile_meta **out, size_t *n,
  * Resolves q's label pairs to ids: 0, 1 when a pair was never stored
  * (nothing matches), or an error.
  */
-static int
+int
 pg_read_label_ids(PGconn *c, const struct store_query *q, int64_t *ids,
     char **cause)
 {
@@ -269,59 +269,6 @@ pg_read_scan(struct pg *pg, const char *after, size_t limit,
 		rc = pg_read_rows(c, r, out, n, cause);
 	pg_pool_put(pg->pool, c);
 	return rc;
-}
-
-/*
- * A window merge's pieces: every profile of the window (no rollups here
- * yet), newest first, reading only what a piece needs (no labels: a
- * window of a million profiles costs its ids, not its metadata).
- */
-int
-pg_read_plan(struct pg *pg, const struct store_query *q,
-    struct store_plan *out, char **cause)
-{
-	struct pg_args	 p = { 0 };
-	PGresult	*r = NULL;
-	PGconn		*c;
-	int64_t		*ids;
-	char		*where, *sql;
-	size_t		 i, n;
-	int		 rc;
-
-	memset(out, 0, sizeof *out);
-	if (q->service == NULL)
-		return xcause(cause, "plan: service is required");
-	if (q->from > q->to)
-		return 0;
-	if ((rc = pg_pool_get(pg->pool, &c, cause)) != 0)
-		return rc;
-	ids = xcalloc(q->nlabels + 1, sizeof *ids);
-	if ((rc = pg_read_label_ids(c, q, ids, cause)) == 0) {
-		where = pg_read_where(q, ids, &p);
-		sql = xasprintf("SELECT p.id, p.sample_types %s "
-		    "ORDER BY p.created_at DESC, p.id DESC", where);
-		rc = pg_args_exec(c, sql, &p, &r, cause, "plan profiles");
-		free(sql);
-		free(where);
-		pg_args_free(&p);
-	}
-	free(ids);
-	pg_pool_put(pg->pool, c);
-	if (rc == 1)
-		return 0;	/* a pair never stored: nothing */
-	if (rc != 0)
-		return rc;
-	n = (size_t)PQntuples(r);
-	out->p = xcalloc(n ? n : 1, sizeof *out->p);
-	for (i = 0; i < n; i++) {
-		strncpy(out->p[i].id, PQgetvalue(r, (int)i, 0), STORE_ID_LEN);
-		out->p[i].sample_types = pg_conn_str(r, (int)i, 1);
-		out->p[i].profiles = 1;
-	}
-	PQclear(r);
-	out->n = n;
-	out->profiles = (int64_t)n;
-	return 0;
 }
 
 /* Looks one profile up: 0, 1 not found, or an error. */

@@ -6,17 +6,18 @@
  * kept by every write, for /metrics). Text columns use the "C" collation,
  * so sorting is by bytes as in SQLite, whatever the database's locale.
  *
- * profd_schema holds the version. Collectors starting together migrate
+ * Version 2 adds rollups. profd_schema holds the version. Collectors starting together migrate
  * one at a time under an advisory lock; one that finds a newer version
  * than it knows refuses to start (it would write rows the newer schema
  * does not expect).
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/xmalloc.h"
 #include "storage/pg_int.h"
 
-#define PG_SCHEMA_VERSION	1
+#define PG_SCHEMA_VERSION	2
 
 static const char pg_schema_v1[] =
 	"CREATE TABLE profiles ("
@@ -65,6 +66,53 @@ static const char pg_schema_v1[] =
 	" bytes bigint NOT NULL);"
 	"INSERT INTO profd_totals VALUES (0, 0);";
 
+/*
+ * Version 2: rollups (as the embedded store's, docs/DESIGN.md
+ * "Rollups"): their rows, their buckets' marks, the profiles in none yet
+ * (profiles_loose), rids from a sequence (a rollup's blob is in blobs
+ * under its name) and the figures /metrics shows, kept by every write.
+ */
+static const char pg_schema_v2[] =
+	"CREATE INDEX profiles_loose ON profiles (created_at, pk)"
+	" WHERE rolled <= 0;"
+	"CREATE SEQUENCE rollup_rid;"
+	"CREATE TABLE rollups ("
+	" rid bigint PRIMARY KEY,"
+	" service text COLLATE \"C\" NOT NULL,"
+	" type text COLLATE \"C\" NOT NULL,"
+	" level smallint NOT NULL,"
+	" bucket bigint NOT NULL,"
+	" label_id bigint NOT NULL,"
+	" sample_types text COLLATE \"C\" NOT NULL,"
+	" profiles bigint NOT NULL,"
+	" size bigint NOT NULL,"
+	" profile text COLLATE \"C\","
+	" common text NOT NULL,"
+	" uniform smallint NOT NULL);"
+	"CREATE INDEX rollups_group"
+	" ON rollups (service, type, label_id, level, bucket);"
+	"CREATE INDEX rollups_bucket ON rollups (service, type, level, bucket);"
+	"CREATE INDEX rollups_time ON rollups (bucket);"
+	"CREATE TABLE rollup_buckets ("
+	" service text COLLATE \"C\" NOT NULL,"
+	" type text COLLATE \"C\" NOT NULL,"
+	" level smallint NOT NULL,"
+	" bucket bigint NOT NULL,"
+	" done smallint NOT NULL,"
+	" PRIMARY KEY (service, type, level, bucket));"
+	"CREATE INDEX rollup_buckets_todo ON rollup_buckets (level, bucket)"
+	" WHERE done = 0;"
+	"CREATE INDEX rollup_buckets_time ON rollup_buckets (bucket);"
+	"CREATE TABLE profd_rollup_totals (level smallint PRIMARY KEY,"
+	" rows bigint NOT NULL, bytes bigint NOT NULL);"
+	"INSERT INTO profd_rollup_totals VALUES (0, 0, 0), (1, 0, 0),"
+	" (2, 0, 0), (3, 0, 0);";
+
+/* The steps from version i to i + 1. */
+static const char *const pg_schema_steps[PG_SCHEMA_VERSION] = {
+	pg_schema_v1, pg_schema_v2
+};
+
 /* Reads the version (0: no schema yet). */
 static int
 pg_schema_version(PGconn *c, int *version, char **cause)
@@ -90,6 +138,7 @@ pg_schema_version(PGconn *c, int *version, char **cause)
 static int
 pg_schema_locked(PGconn *c, char **cause)
 {
+	char	sql[64];
 	int	version, rc;
 
 	if ((rc = pg_schema_version(c, &version, cause)) != 0)
@@ -102,16 +151,22 @@ pg_schema_locked(PGconn *c, char **cause)
 		return 0;
 	if ((rc = pg_conn_cmd(c, "BEGIN", cause, "begin")) != 0)
 		return rc;
-	if ((rc = pg_conn_cmd(c, pg_schema_v1, cause, "create schema")) != 0 ||
-	    (rc = pg_conn_cmd(c, "DELETE FROM profd_schema", cause,
-	    "set schema version")) != 0 ||
-	    (rc = pg_conn_cmd(c, "INSERT INTO profd_schema VALUES (1)", cause,
-	    "set schema version")) != 0 ||
-	    (rc = pg_conn_cmd(c, "COMMIT", cause, "commit schema")) != 0) {
-		(void)pg_conn_cmd(c, "ROLLBACK", NULL, NULL);
-		return rc;
+	for (; version < PG_SCHEMA_VERSION; version++) {
+		if ((rc = pg_conn_cmd(c, pg_schema_steps[version], cause,
+		    "migrate schema")) != 0)
+			goto rollback;
 	}
+	snprintf(sql, sizeof sql, "INSERT INTO profd_schema VALUES (%d)",
+	    PG_SCHEMA_VERSION);
+	if ((rc = pg_conn_cmd(c, "DELETE FROM profd_schema", cause,
+	    "set schema version")) != 0 ||
+	    (rc = pg_conn_cmd(c, sql, cause, "set schema version")) != 0 ||
+	    (rc = pg_conn_cmd(c, "COMMIT", cause, "commit schema")) != 0)
+		goto rollback;
 	return 0;
+rollback:
+	(void)pg_conn_cmd(c, "ROLLBACK", NULL, NULL);
+	return rc;
 }
 
 /* Creates or migrates the schema, one collector at a time. */

@@ -4,11 +4,10 @@
  * (docs/DESIGN.md, "PostgreSQL"). This file opens it (a pool of
  * connections, the schema migrated under an advisory lock) and dispatches
  * the store's calls to pg_write.c (group-committed puts, retention, totals
- * backfill) and pg_read.c (queries); the bytes live behind pg_blob.c.
- *
- * Not here yet: rollups. Compaction finds nothing to do on this backend,
- * and a time-window merge reads every profile of its window (bounded by
- * the merge's limits, as on the embedded store before rollups).
+ * backfill), pg_read.c (queries), pg_plan.c (window merges over
+ * rollups), pg_rollup.c (compaction, by one collector at a time) and
+ * pg_rollup_maint.c (their retention, healing and figures); the bytes
+ * live behind pg_blob.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +27,9 @@ postgres_close(void *be)
 
 	if (pg == NULL)
 		return;
+	pg_rollup_close(pg);
 	pg_pool_free(pg->pool);
+	pthread_mutex_destroy(&pg->lead_mu);
 	pthread_mutex_destroy(&pg->mu);
 	pthread_cond_destroy(&pg->cv);
 	free(pg);
@@ -47,6 +48,7 @@ postgres_open(const struct store_options *o, struct store_recovery *rec,
 		memset(rec, 0, sizeof *rec);
 	pg = xcalloc(1, sizeof *pg);
 	pthread_mutex_init(&pg->mu, NULL);
+	pthread_mutex_init(&pg->lead_mu, NULL);
 	pthread_cond_init(&pg->cv, NULL);
 	pg->tail = &pg->queue;
 	pg->pool = pg_pool_new(o->location, o->pool ? o->pool :
@@ -157,6 +159,13 @@ static int
 postgres_delete_before(void *be, int64_t cutoff, size_t batch,
     size_t *deleted, char **cause)
 {
+	int	rc;
+
+	/* Rollups first: one left over would count what was deleted. */
+	*deleted = 0;
+	if ((rc = pg_rollup_maint_delete_before(be, cutoff, batch,
+	    cause)) != 0)
+		return postgres_rc(rc);
 	return postgres_rc(pg_write_delete_before(be, cutoff, batch, deleted,
 	    cause));
 }
@@ -168,68 +177,56 @@ postgres_totals(void *be, int64_t *profiles, int64_t *bytes, char **cause)
 	return postgres_rc(pg_read_totals(be, profiles, bytes, cause));
 }
 
-/* A window merge's pieces: every profile of the window (no rollups). */
+/* A window merge's pieces: rollups where they answer, else profiles. */
 static int
 postgres_plan(void *be, const struct store_query *q, struct store_plan *out,
     char **cause)
 {
-	return postgres_rc(pg_read_plan(be, q, out, cause));
+	return postgres_rc(pg_plan_query(be, q, out, cause));
 }
 
-/* Compaction: nothing to do on this backend yet. */
+/* The next compaction, if this collector leads compaction. */
 static int
 postgres_compact_next(void *be, int64_t now_ns, int64_t delay_ns,
     int64_t after_ns, struct store_compaction **out, char **cause)
 {
-	(void)be;
-	(void)now_ns;
-	(void)delay_ns;
-	(void)after_ns;
-	(void)cause;
-	*out = NULL;
-	return 0;
+	return postgres_rc(pg_rollup_next(be, now_ns, delay_ns, after_ns, out,
+	    cause));
 }
 
-/* Never called: compact_next hands out nothing. */
+/* Rollups' rows, bytes and marks in one transaction. */
 static int
 postgres_compact_commit(void *be, struct store_compaction **c, size_t n,
     char **cause)
 {
-	(void)be;
-	(void)c;
-	(void)n;
-	return xcause(cause, "postgresql: no rollups");
+	return postgres_rc(pg_rollup_commit(be, c, n, cause));
 }
 
-/* Never called: compact_next hands out nothing. */
+/* Gives a compaction up. */
 static int
 postgres_compact_abandon(void *be, struct store_compaction *c, char **cause)
 {
-	(void)be;
-	(void)c;
-	return xcause(cause, "postgresql: no rollups");
+	return postgres_rc(pg_rollup_abandon(be, c, cause));
 }
 
-/* Nothing to heal. */
+/* Heals late profiles, if this collector leads compaction. */
 static int
 postgres_compact_heal(void *be, int64_t quiet_ns, size_t *minutes,
     char **cause)
 {
-	(void)be;
-	(void)quiet_ns;
-	(void)cause;
+	int	rc;
+
 	*minutes = 0;
-	return 0;
+	if ((rc = pg_rollup_lead(be, cause)) != 1)
+		return postgres_rc(rc);
+	return postgres_rc(pg_rollup_maint_heal(be, quiet_ns, minutes, cause));
 }
 
-/* No rollups: zeros. */
+/* Rollup figures. */
 static int
 postgres_rollup_stats(void *be, struct store_rollup_stats *st, char **cause)
 {
-	(void)be;
-	(void)cause;
-	memset(st, 0, sizeof *st);
-	return 0;
+	return postgres_rc(pg_rollup_maint_stats(be, st, cause));
 }
 
 const struct store_ops postgres_store_ops = {

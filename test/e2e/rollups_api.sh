@@ -22,7 +22,7 @@ G=$C/go
 MF=${top_builddir:-.}/test/lib/merge_files
 command -v go >/dev/null 2>&1 || skip_all "go tool pprof not installed"
 command -v jq >/dev/null 2>&1 || skip_all "jq not installed"
-command -v sqlite3 >/dev/null 2>&1 || skip_all "sqlite3 not installed"
+on_postgresql || command -v sqlite3 >/dev/null 2>&1 || skip_all "sqlite3 not installed"
 [ -d "$G" ] || skip_all "corpus not found at $C"
 [ -x "$MF" ] || skip_all "test/lib/merge_files not built"
 
@@ -84,15 +84,26 @@ bad=0
 while IFS=$'\t' read -r f t i r k; do up "$f" "$t" "$i" "$r" "$k" || bad=$((bad + 1)); done <"$INDEX"
 is "$bad" 0 "$(wc -l <"$INDEX") uploads"
 profd_stop
-# The store as schema 2 left it (no rollups), migrated when opened.
-sqlite3 "$PROFD_DIR/meta.db" "DROP INDEX profiles_loose; DROP TABLE rollups;
-    DROP TABLE rollup_buckets; ALTER TABLE profiles DROP COLUMN rolled;
-    PRAGMA user_version = 2;"
-is "$(sqlite3 "$PROFD_DIR/meta.db" 'PRAGMA user_version')" 2 "meta.db turned back into schema 2"
+# The store as the schema before rollups left it, migrated when opened
+# (meta.db's version 2; the database's version 1 on PostgreSQL).
+if on_postgresql; then
+	OLDV=1 NEWV=2
+	store_sql "DROP INDEX profiles_loose; DROP TABLE rollups, rollup_buckets,
+	    profd_rollup_totals; DROP SEQUENCE rollup_rid;
+	    UPDATE profd_schema SET version = 1"
+	schema_version() { store_sql 'SELECT version FROM profd_schema'; }
+else
+	OLDV=2 NEWV=3
+	store_sql "DROP INDEX profiles_loose; DROP TABLE rollups;
+	    DROP TABLE rollup_buckets; ALTER TABLE profiles DROP COLUMN rolled;
+	    PRAGMA user_version = 2;"
+	schema_version() { store_sql 'PRAGMA user_version'; }
+fi
+is "$(schema_version)" "$OLDV" "the store turned back into schema $OLDV"
 KILLDIR=$T_TMP/killdir
 RETDIR=$T_TMP/retdir
-cp -a "$PROFD_DIR" "$KILLDIR"
-cp -a "$PROFD_DIR" "$RETDIR"
+store_copy "$PROFD_DIR" "$KILLDIR"
+store_copy "$PROFD_DIR" "$RETDIR"
 
 # compacted: waits until nothing is left to compact (0 if so).
 compacted() {
@@ -106,7 +117,7 @@ compacted() {
 }
 
 profd_start --rollup-delay 1s || { not_ok "profd restarts"; done_testing; }
-is "$(sqlite3 "$PROFD_DIR/meta.db" 'PRAGMA user_version')" 3 "a schema 2 store is migrated to 3 at open"
+is "$(schema_version)" "$NEWV" "a schema $OLDV store is migrated to $NEWV at open"
 check "compaction finishes" compacted
 for l in minute hour day; do
 	n=$(curl -s "$PROFD_URL/metrics" | awk -v l="profd_rollups{level=\"$l\"}" '$1 == l { print $2 }')
@@ -173,7 +184,7 @@ done
 window cpu $((T0 + 2)) $((T0 + 1200 + 5)) "" 0
 window cpu $((T0 + 2)) $((T0 + 1200 + 5)) "instance_id=3,region=r1" 0
 window cpu "$T0" $((T0 + 1260)) "" 1
-n=$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM rollups WHERE level = 2 AND service = 'roll-cpu'")
+n=$(store_sql "SELECT count(*) FROM rollups WHERE level = 2 AND service = 'roll-cpu'")
 check "cpu has day rollups ($n)" [ "$n" -gt 0 ]
 
 # --- late arrivals ------------------------------------------------------
@@ -198,10 +209,10 @@ for off in $((3 * 1200 + 30)) $((2 * 3600 + 1500)) $((5 * 3600 + 45)) $((7 * 360
 	late=$((late + 2))
 done
 for i in $(seq 1 100); do
-	[ "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE rolled = 0")" = "$late" ] && break
+	[ "$(store_sql "SELECT count(*) FROM profiles WHERE rolled = 0")" = "$late" ] && break
 	sleep 0.2
 done
-is "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE rolled = 0")" "$late" \
+is "$(store_sql "SELECT count(*) FROM profiles WHERE rolled = 0")" "$late" \
     "the $late late profiles are flagged and stay out of rollups (rolled = 0)"
 window cpu 0 4102444800 "" 1
 window cpu $((T0 + 2 * 3600)) $((T0 + 3 * 3600)) "" 1
@@ -210,21 +221,21 @@ window cpu $((T0 + 4 * 3600)) $((T0 + 8 * 3600 - 1)) "instance_id=7" 0
 profd_stop
 profd_start --rollup-delay 1s || { not_ok "profd restarts (1s)"; done_testing; }
 for i in $(seq 1 150); do
-	[ "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE rolled = 0")" = 0 ] && break
+	[ "$(store_sql "SELECT count(*) FROM profiles WHERE rolled = 0")" = 0 ] && break
 	sleep 0.2
 done
-is "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE rolled = 0")" 0 \
+is "$(store_sql "SELECT count(*) FROM profiles WHERE rolled = 0")" 0 \
     "quiet for --rollup-delay: the late profiles are reopened ..."
 check "... and compacted again" compacted
-is "$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM profiles WHERE rolled <= 0")" 0 \
+is "$(store_sql "SELECT count(*) FROM profiles WHERE rolled <= 0")" 0 \
     "... into rollups (no profile left loose)"
 check "the log says so" grep -q "arrived late reopened" "$PROFD_LOG"
 window cpu 0 4102444800 "" 1
 window cpu $((T0 + 2 * 3600)) $((T0 + 3 * 3600)) "" 1
 window cpu $((T0 + 3 * 1200)) $((T0 + 3 * 1200 + 60)) "" 1
 window cpu $((T0 + 4 * 3600)) $((T0 + 8 * 3600 - 1)) "instance_id=7" 0
-blobs=$(find "$PROFD_DIR/rollups" -type f | wc -l)
-rows=$(sqlite3 "$PROFD_DIR/meta.db" "SELECT count(*) FROM rollups WHERE profile IS NULL")
+blobs=$(store_rollup_blobs "$PROFD_DIR")
+rows=$(store_sql "SELECT count(*) FROM rollups WHERE profile IS NULL")
 is "$blobs" "$rows" "after healing every rollup blob has its row and every row its blob"
 profd_stop
 
@@ -239,9 +250,9 @@ for runs in 1 2 3 4 5 6 7 8 9 10; do
 	kill -KILL "$PROFD_PID"
 	wait "$PROFD_PID" 2>/dev/null
 	PROFD_PID=
-	done_rows=$(sqlite3 "$KILLDIR/meta.db" "SELECT count(*) FROM rollup_buckets WHERE done = 1")
-	waiting=$(sqlite3 "$KILLDIR/meta.db" "SELECT count(*) FROM rollup_buckets WHERE done = 0")
-	fresh=$(sqlite3 "$KILLDIR/meta.db" "SELECT count(*) FROM profiles WHERE rolled = -1")
+	done_rows=$(store_sql_at "$KILLDIR" "SELECT count(*) FROM rollup_buckets WHERE done = 1")
+	waiting=$(store_sql_at "$KILLDIR" "SELECT count(*) FROM rollup_buckets WHERE done = 0")
+	fresh=$(store_sql_at "$KILLDIR" "SELECT count(*) FROM profiles WHERE rolled = -1")
 	diag "kill $runs: $done_rows buckets done, $waiting waiting, $fresh profiles fresh"
 	if [ "$fresh" = 0 ] && [ "$waiting" = 0 ]; then
 		complete=1
@@ -251,8 +262,8 @@ done
 check "kill -9 interrupted the compaction at least once before it ended ($runs runs)" [ "$runs" -gt 1 ]
 PROFD_DIR=$KILLDIR profd_start --rollup-delay 1s || { not_ok "profd starts after kill -9"; done_testing; }
 check "compaction finishes after the kills" compacted
-blobs=$(find "$KILLDIR/rollups" -type f | wc -l)
-rows=$(sqlite3 "$KILLDIR/meta.db" "SELECT count(*) FROM rollups WHERE profile IS NULL")
+blobs=$(store_rollup_blobs "$KILLDIR")
+rows=$(store_sql_at "$KILLDIR" "SELECT count(*) FROM rollups WHERE profile IS NULL")
 is "$blobs" "$rows" "after the kills every rollup blob has its row and every row its blob"
 INDEX_ALL=$INDEX
 grep -v '/late/' "$INDEX_ALL" >"$T_TMP/index.nolate"
@@ -273,18 +284,18 @@ profd_stop
 PROFD_DIR=$RETDIR profd_start --rollup-delay 1s --retention "$(( $(date +%s) - cut ))s" \
     --retention-interval 1s || { not_ok "profd starts with retention"; done_testing; }
 for i in $(seq 1 100); do
-	[ "$(sqlite3 "$RETDIR/meta.db" "SELECT count(*) FROM profiles WHERE created_at < $cut * $S")" = 0 ] && break
+	[ "$(store_sql_at "$RETDIR" "SELECT count(*) FROM profiles WHERE created_at < $cut * $S")" = 0 ] && break
 	sleep 0.2
 done
 sleep 1
 awk -F'\t' -v c="$cut" '$2 >= c' "$INDEX" >"$T_TMP/index.kept"
 INDEX=$T_TMP/index.kept
-n=$(sqlite3 "$RETDIR/meta.db" "SELECT count(*) FROM rollups WHERE bucket < $cut")
+n=$(store_sql_at "$RETDIR" "SELECT count(*) FROM rollups WHERE bucket < $cut")
 is "$n" 0 "retention removed every rollup of a bucket starting before the cutoff"
-n=$(sqlite3 "$RETDIR/meta.db" "SELECT count(*) FROM rollup_buckets WHERE bucket < $cut")
+n=$(store_sql_at "$RETDIR" "SELECT count(*) FROM rollup_buckets WHERE bucket < $cut")
 is "$n" 0 "... and their buckets' marks"
-blobs=$(find "$RETDIR/rollups" -type f | wc -l)
-rows=$(sqlite3 "$RETDIR/meta.db" "SELECT count(*) FROM rollups WHERE profile IS NULL")
+blobs=$(store_rollup_blobs "$RETDIR")
+rows=$(store_sql_at "$RETDIR" "SELECT count(*) FROM rollups WHERE profile IS NULL")
 is "$blobs" "$rows" "... and their blobs"
 window cpu 0 4102444800 "" 1
 window cpu $((T0 + 4 * 3600)) $((T0 + 8 * 3600 - 1)) "region=r0" 1

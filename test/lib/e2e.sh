@@ -47,11 +47,30 @@ PROFD_STORE_DB=
 
 # store_sql SQL: runs SQL on the store's metadata (meta.db, or the
 # PostgreSQL database), one row a line, columns joined by '|'.
-store_sql() {
+store_sql() { store_sql_at "$PROFD_DIR" "$1"; }
+# store_sql_at DIR SQL: store_sql on the store of data dir DIR.
+store_sql_at() {
 	if on_postgresql; then
-		pg_sql "$PROFD_STORE_DB" "$1"
+		pg_sql "$(store_db_of "$1")" "$2"
 	else
-		sqlite3 "$PROFD_DIR/meta.db" "$1"
+		sqlite3 "$1/meta.db" "$2"
+	fi
+}
+# store_db_of DIR: the PostgreSQL database of data dir DIR.
+store_db_of() { basename "$1" | tr 'A-Z.' 'a-z_'; }
+# store_copy DIR NEWDIR: copies a stopped profd's store (the data dir
+# and, on PostgreSQL, its database).
+store_copy() {
+	cp -a "$1" "$2" || return 1
+	on_postgresql || return 0
+	pg_sql postgres "CREATE DATABASE $(store_db_of "$2") TEMPLATE $(store_db_of "$1")" >/dev/null
+}
+# store_rollup_blobs DIR: how many rollup blobs the store of DIR holds.
+store_rollup_blobs() {
+	if on_postgresql; then
+		pg_sql "$(store_db_of "$1")" "SELECT count(*) FROM blobs WHERE id ~ '^[A-Z]'"
+	else
+		find "$1/rollups" -type f 2>/dev/null | wc -l
 	fi
 }
 # store_blobs: how many blobs the store holds (files, or rows).
@@ -100,7 +119,7 @@ profd_start() {
 	done
 	local store=()
 	if on_postgresql; then
-		PROFD_STORE_DB=$(basename "$PROFD_DIR" | tr 'A-Z.' 'a-z_')
+		PROFD_STORE_DB=$(store_db_of "$PROFD_DIR")
 		pg_start && PROFD_STORE_URI=$(pg_db "$PROFD_STORE_DB") || {
 			diag "cannot start PostgreSQL"; return 1; }
 		store=(--store "$PROFD_STORE_URI")
