@@ -18,6 +18,8 @@
 	"p.size, p.samples, p.sample_types, p.duration_ns, p.totals"
 /* Rows without totals counted for a timeline's answer, at most. */
 #define PG_READ_PENDING_CAP	"10000000"
+#define PG_READ_TIMELINE_ROWS	5000	/* rows fetched at once */
+#define PG_READ_TIMELINE_FETCH	"5000"
 
 /* A listed row's pk and its place in the answer. */
 struct pg_read_pk {
@@ -450,25 +452,42 @@ pg_read_timeline_on(PGconn *c, const struct store_query *q,
 	PGresult		*r;
 	int64_t			*ids, v;
 	char			*where, *sql;
-	int			 rc, i;
+	int			 rc, i, n;
 
 	ids = xcalloc(q->nlabels + 1, sizeof *ids);
 	rc = pg_read_label_ids(c, q, ids, cause);
+	if (rc == 0)
+		rc = pg_conn_cmd(c, "BEGIN READ ONLY", cause, "begin");
 	if (rc == 0) {
+		/* Through a cursor, PG_READ_TIMELINE_ROWS rows at a time: a
+		   window of millions of profiles costs a batch of memory. */
 		where = pg_read_where(q, ids, &p);
-		sql = xasprintf("SELECT p.created_at, p.sample_types, "
-		    "p.totals %s AND p.totals IS NOT NULL", where);
-		rc = pg_args_exec(c, sql, &p, &r, cause, "read timeline");
+		sql = xasprintf("DECLARE profd_timeline NO SCROLL CURSOR FOR "
+		    "SELECT p.created_at, p.sample_types, p.totals %s AND "
+		    "p.totals IS NOT NULL", where);
+		rc = pg_args_exec(c, sql, &p, NULL, cause, "read timeline");
 		free(sql);
 		free(where);
 		pg_args_free(&p);
-		for (i = 0; rc == 0 && i < PQntuples(r); i++)
-			if (store_totals_value(PQgetvalue(r, i, 1),
-			    PQgetvalue(r, i, 2), tl->sample_type, &v))
-				pg_read_timeline_add(tl, pg_conn_int(r, i, 0),
-				    v);
-		if (rc == 0)
+		for (n = PG_READ_TIMELINE_ROWS; rc == 0 &&
+		    n == PG_READ_TIMELINE_ROWS;) {
+			rc = pg_conn_exec(c, "FETCH " PG_READ_TIMELINE_FETCH
+			    " FROM profd_timeline", 0, NULL, NULL, NULL, &r,
+			    cause, "read timeline");
+			if (rc != 0)
+				break;
+			n = PQntuples(r);
+			for (i = 0; i < n; i++)
+				if (store_totals_value(PQgetvalue(r, i, 1),
+				    PQgetvalue(r, i, 2), tl->sample_type, &v))
+					pg_read_timeline_add(tl,
+					    pg_conn_int(r, i, 0), v);
 			PQclear(r);
+		}
+		if (rc == 0)
+			rc = pg_conn_cmd(c, "COMMIT", cause, "commit");
+		else
+			(void)pg_conn_cmd(c, "ROLLBACK", NULL, NULL);
 	}
 	free(ids);
 	if (rc == 1)
