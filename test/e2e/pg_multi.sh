@@ -6,7 +6,9 @@
 # 200 is listed by every collector and reads back byte-identical through
 # every collector; a merge through any collector counts every stored
 # profile; no request got a 500; the database holds a row for every blob
-# and a blob for every row.
+# and a blob for every row. Then the three run compaction: one takes the
+# lock and compacts, another takes over when it is killed, and merges
+# through all three read the rollups.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 [ -d "$PROFD_CORPUS" ] || skip_all "corpus not found at $PROFD_CORPUS"
 command -v jq >/dev/null || skip_all "jq not installed"
@@ -37,7 +39,7 @@ PIDS=("" "" "" "")
 collector() {
 	local k=$1 i
 	"$PROFD" --addr "127.0.0.1:${P[$k]}" --store "$URI" --retention 0 \
-	    --rollup-delay 0 --workers 2 2>>"$T_TMP/c$k.log" &
+	    --rollup-delay "${ROLL:-0}" --workers 2 2>>"$T_TMP/c$k.log" &
 	PIDS[$k]=$!
 	for i in $(seq 1 200); do
 		curl -s -o /dev/null "http://127.0.0.1:${P[$k]}/api/0/version" && return 0
@@ -181,6 +183,71 @@ is "$(pg_sql multi "SELECT refs FROM service_labels sl JOIN labels l USING (labe
     "service_labels counts match the rows after concurrent writers"
 m=$(curl -s "http://127.0.0.1:${P[1]}/metrics" | awk '$1 == "profd_profiles_stored" { print $2 }')
 is "$m" "$total" "/metrics of collector 1 counts what all three stored"
+
+# --- rollups: one collector compacts at a time ---------------------------
+# The three restarted with compaction on: exactly one takes the lock and
+# compacts what they all stored; killed, another takes over; merges
+# through every collector read the rollups and take every profile.
+for k in 1 2 3; do
+	kill -TERM "${PIDS[$k]}"
+	wait "${PIDS[$k]}"
+	is "$?" 0 "collector $k exits cleanly on SIGTERM"
+	PIDS[$k]=
+	: > "$T_TMP/c$k.log"
+done
+for k in 1 2 3; do
+	ROLL=1s collector "$k" || { not_ok "collector $k restarts compacting"; done_testing; }
+done
+# compacted K: waits until collector K sees nothing left to compact.
+compacted() {
+	local i
+	for i in $(seq 1 300); do
+		[ "$(curl -s "http://127.0.0.1:${P[$1]}/metrics" | awk '$1 == "profd_rollup_lag_seconds" { print $2 }')" = 0.000 ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+# upload_lb FILE LABELS: one upload through nginx; true on a 200.
+upload_lb() {
+	[ "$(curl -s -m 20 -o /dev/null -w '%{http_code}' --data-binary "@$1" \
+	    "$LBURL/api/0/profiles?service=multi&type=cpu&labels=$2")" = 200 ]
+}
+# leaders: the collectors whose log says they compact.
+leaders() { grep -l 'this collector compacts' "$T_TMP"/c[123].log 2>/dev/null | sed 's/.*c\([123]\)\.log/\1/'; }
+check "compaction finishes" compacted 2
+is "$(leaders | wc -l)" 1 "exactly one collector compacts ($(leaders | tr '\n' ' '))"
+lead=$(leaders | head -n 1)
+n=$(pg_sql multi 'SELECT count(*) FROM rollups')
+check "it wrote rollups ($n)" [ "$n" -gt 0 ]
+is "$(pg_sql multi 'SELECT count(*) FROM profiles WHERE rolled <= 0')" 0 "no profile is left out of rollups"
+kill -KILL "${PIDS[$lead]}"
+wait "${PIDS[$lead]}" 2>/dev/null
+PIDS[$lead]=
+for i in $(seq 1 100); do
+	[ "$(leaders | grep -vc "^$lead\$")" -ge 1 ] && break
+	sleep 0.1
+done
+check "collector $lead killed: another takes the lock ($(leaders | grep -v "^$lead\$" | tr '\n' ' '))" \
+    [ "$(leaders | grep -vc "^$lead\$")" -eq 1 ]
+ROLL=1s collector "$lead" || not_ok "collector $lead restarts"
+for i in 1 2 3 4 5; do
+	upload_lb "$PROFD_CORPUS/go/cpuburn/cpu_A_0$i.pb.gz" "uploader=9,n=$i" || not_ok "an upload after the takeover"
+done
+total=$((total + 5))
+sleep 1.5
+other=$(leaders | grep -v "^$lead\$" | head -n 1)
+check "the new leader compacts the new uploads" compacted "$other"
+for k in 1 2 3; do
+	curl -s -D "$T_TMP/h.$k" -o "$T_TMP/m.$k" "http://127.0.0.1:${P[$k]}/api/0/profiles/merge?service=multi&type=cpu&$W"
+	n=$(tr -d '\r' < "$T_TMP/h.$k" | sed -n 's/^X-Profd-Merge-Profiles: //Ip')
+	r=$(tr -d '\r' < "$T_TMP/h.$k" | sed -n 's/^X-Profd-Merge-Inputs: .*(\([0-9]*\) rollups).*/\1/Ip')
+	is "$n" "$total" "a merge through collector $k takes all $total profiles ..."
+	check "... reading ${r:-0} rollups" [ "${r:-0}" -gt 0 ]
+done
+check "the three merges over rollups are the same bytes" cmp -s "$T_TMP/m.1" "$T_TMP/m.2"
+check "... and the third too" cmp -s "$T_TMP/m.1" "$T_TMP/m.3"
+is "$(pg_sql multi "SELECT count(*) FROM blobs b WHERE b.id ~ '^[A-Z]' AND NOT EXISTS (SELECT 1 FROM rollups r WHERE r.profile IS NULL AND b.id = chr(65 + (r.rid % 26)::int) || chr(65 + (r.rid / 26 % 26)::int) || lpad(r.rid::text, 18, '0'))")" 0 \
+    "no rollup blob without its row"
 for k in 1 2 3; do
 	kill -TERM "${PIDS[$k]}"
 	wait "${PIDS[$k]}"
