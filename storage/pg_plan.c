@@ -65,6 +65,11 @@ pg_plan_profiles(void *arg, struct rollup_plan *p, int64_t a, int64_t z,
 		free(sql);
 		sql = tmp;
 	}
+	/* In time order, as the embedded store's index gives them: the
+	   same pieces in the same order merge to the same bytes. */
+	tmp = xasprintf("%s ORDER BY p.created_at, p.id", sql);
+	free(sql);
+	sql = tmp;
 	rc = pg_args_exec(ps->c, sql, &args, &r, cause, "plan profiles");
 	free(sql);
 	pg_args_free(&args);
@@ -94,7 +99,7 @@ pg_plan_rows(void *arg, struct rollup_plan *p, int64_t label_id, int level,
 	    "sample_types, profile, common, uniform FROM rollups WHERE "
 	    "service = $1 AND type = $2 AND label_id = $3::bigint AND level = "
 	    "$4::smallint AND bucket >= $5::bigint AND bucket < $6::bigint "
-	    "ORDER BY bucket", 6, v, NULL, NULL, &r, cause, "plan rollups");
+	    "ORDER BY bucket, rid", 6, v, NULL, NULL, &r, cause, "plan rollups");
 	if (rc != 0)
 		return pg_plan_fail(ps, rc);
 	for (i = 0; i < PQntuples(r); i++)

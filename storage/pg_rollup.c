@@ -329,8 +329,8 @@ pg_rollup_take_rows(void *arg, struct rollup_build *b, int level,
 	rc = pg_conn_exec(src->c, "SELECT rid, bucket, label_id, "
 	    "sample_types, profiles, profile, common, uniform FROM rollups "
 	    "WHERE service = $1 AND type = $2 AND level = $3::smallint AND "
-	    "bucket >= $4::bigint AND bucket < $5::bigint", 5, v, NULL, NULL,
-	    &r, cause, "read rollups");
+	    "bucket >= $4::bigint AND bucket < $5::bigint ORDER BY bucket, rid",
+	    5, v, NULL, NULL, &r, cause, "read rollups");
 	if (rc != 0)
 		return pg_rollup_fail(src, rc);
 	for (i = 0; i < PQntuples(r); i++)

@@ -237,6 +237,14 @@ total=$((total + 5))
 sleep 1.5
 other=$(leaders | grep -v "^$lead\$" | head -n 1)
 check "the new leader compacts the new uploads" compacted "$other"
+# Those landing in a minute compacted already are late: rolled up again
+# once none has arrived for the delay. The merges wait for that (the same
+# pieces, so the same bytes, through every collector).
+for i in $(seq 1 100); do
+	[ "$(pg_sql multi 'SELECT count(*) FROM profiles WHERE rolled <= 0')" = 0 ] && break
+	sleep 0.2
+done
+is "$(pg_sql multi 'SELECT count(*) FROM profiles WHERE rolled <= 0')" 0 "... late ones included"
 for k in 1 2 3; do
 	curl -s -D "$T_TMP/h.$k" -o "$T_TMP/m.$k" "http://127.0.0.1:${P[$k]}/api/0/profiles/merge?service=multi&type=cpu&$W"
 	n=$(tr -d '\r' < "$T_TMP/h.$k" | sed -n 's/^X-Profd-Merge-Profiles: //Ip')
