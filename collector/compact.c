@@ -268,7 +268,7 @@ compact_stop(struct compact *c)
 	if (c == NULL)
 		return;
 	c->stopping = 1;
-	c->cancel = 1;
+	__atomic_store_n(&c->cancel, 1, __ATOMIC_RELAXED);
 	evtimer_del(c->timer);
 }
 
