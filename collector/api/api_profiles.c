@@ -22,6 +22,7 @@
 #include "common/parse.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
+#include "proto/folded.h"
 #include "proto/pprof.h"
 
 /* META as JSON: profefe's fields plus size, samples, types, duration. */
@@ -55,7 +56,14 @@ struct api_profiles_upload_args {
 	struct profile_meta	 meta;		/* service, type, labels */
 	int64_t			 created_at;	/* parameter, 0 if absent */
 	struct evbuffer		*body;
+	int			 format;	/* API_PROFILES_FORMAT_* */
+	int64_t			 rate;		/* folded cpu: samples/s */
 };
+
+#define API_PROFILES_FORMAT_PPROF	0
+#define API_PROFILES_FORMAT_FOLDED	1
+#define API_PROFILES_FORMAT_LINES	2
+#define API_PROFILES_RATE_DEFAULT	100	/* Hz, as Pyroscope's */
 
 /* Frees an upload's state. */
 static void
@@ -98,6 +106,45 @@ api_profiles_check_time(struct httpjob *job, int64_t t, int64_t now,
 	return 0;
 }
 
+/*
+ * Turns a folded (or lines) body into the pprof stored in its place: 0,
+ * or -1 with the job answered 400. A cpu profile gets cpu/nanoseconds
+ * beside the counts, each sample worth 1e9 / rate ns.
+ */
+static int
+api_profiles_unfold(struct httpjob *job, struct api_profiles_upload_args *up,
+    int64_t now)
+{
+	struct folded_options	 o;
+	size_t			 len = evbuffer_get_length(up->body);
+	const char		*text = (const char *)evbuffer_pullup(up->body,
+				    -1);
+	uint8_t			*out;
+	size_t			 outlen;
+	char			*cause = NULL;
+
+	memset(&o, 0, sizeof o);
+	o.type = "samples";
+	o.unit = "count";
+	o.lines = up->format == API_PROFILES_FORMAT_LINES;
+	o.time_nanos = up->created_at > 0 ? up->created_at : now;
+	if (strcmp(up->meta.type, "cpu") == 0) {
+		o.type2 = "cpu";
+		o.unit2 = "nanoseconds";
+		o.period = INT64_C(1000000000) / up->rate;
+	}
+	if (folded_to_pprof(text, len, &o, &out, &outlen, &cause) != 0) {
+		httpjob_error(job, 400, "invalid %s profile: %s",
+		    o.lines ? "lines" : "folded", cause);
+		free(cause);
+		return -1;
+	}
+	evbuffer_drain(up->body, len);
+	evbuffer_add(up->body, out, outlen);
+	free(out);
+	return 0;
+}
+
 /* Worker: checks the profile and fills in its META. */
 static void
 api_profiles_upload_work(struct httpjob *job)
@@ -105,12 +152,17 @@ api_profiles_upload_work(struct httpjob *job)
 	struct api_profiles_upload_args *up = job->arg;
 	struct profile_meta *m = &up->meta;
 	struct pprof_summary sum;
-	size_t len = evbuffer_get_length(up->body);
-	uint8_t *data = evbuffer_pullup(up->body, -1);
+	size_t len;
+	uint8_t *data;
 	int64_t now = clock_now_ns();
 	char *cause = NULL;
 	int rc;
 
+	if (up->format != API_PROFILES_FORMAT_PPROF &&
+	    api_profiles_unfold(job, up, now) != 0)
+		return;
+	len = evbuffer_get_length(up->body);
+	data = evbuffer_pullup(up->body, -1);
 	memset(&sum, 0, sizeof sum);
 	if (strcmp(m->type, "trace") != 0) {
 		rc = pprof_check(data, len, job->env->cfg->max_inflated, &sum,
@@ -180,13 +232,37 @@ api_profiles_upload_params(struct env *env, const struct params *p,
 {
 	struct profile_meta *m = &up->meta;
 	const char *raw, *dup;
-	char *instance = NULL, *created = NULL, *why = NULL;
+	char *instance = NULL, *created = NULL, *why = NULL, *format = NULL;
+	char *rate = NULL, *end;
 	int rc = -1;
 
 	if (params_service_type(p, 1, &m->service, &m->type, cause) < 0 ||
 	    params_get(p, "instance_id", &instance, cause) < 0 ||
-	    params_get(p, "created_at", &created, cause) < 0)
+	    params_get(p, "created_at", &created, cause) < 0 ||
+	    params_get(p, "format", &format, cause) < 0 ||
+	    params_get(p, "sample_rate", &rate, cause) < 0)
 		goto out;
+	if (format == NULL || strcmp(format, "pprof") == 0)
+		up->format = API_PROFILES_FORMAT_PPROF;
+	else if (strcmp(format, "folded") == 0)
+		up->format = API_PROFILES_FORMAT_FOLDED;
+	else if (strcmp(format, "lines") == 0)
+		up->format = API_PROFILES_FORMAT_LINES;
+	else {
+		xcause(cause, "parameter format: \"%s\" is not pprof, folded "
+		    "or lines", format);
+		goto out;
+	}
+	up->rate = API_PROFILES_RATE_DEFAULT;
+	if (rate != NULL) {
+		up->rate = strtoll(rate, &end, 10);
+		if (*rate == '\0' || *end != '\0' || up->rate < 1 ||
+		    up->rate > 1000000000) {
+			xcause(cause, "parameter sample_rate: \"%s\" is not "
+			    "a rate from 1 to 1000000000 per second", rate);
+			goto out;
+		}
+	}
 	if ((raw = params_raw(p, "labels")) != NULL &&
 	    params_labels(raw, env->cfg->max_labels, &m->labels, &m->nlabels,
 	    &why) < 0) {
@@ -232,6 +308,8 @@ out:
 	free(why);
 	free(instance);
 	free(created);
+	free(format);
+	free(rate);
 	return rc;
 }
 
