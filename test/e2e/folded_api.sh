@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Folded stacks on the profefe API: POST /api/0/profiles?format=folded
+# (and format=lines) is converted to pprof at ingest, stored, listed with
+# its sample types, downloaded as a pprof that `go tool pprof` reads with
+# the same stacks and values, and merged; bad text gets a 400 naming the
+# line and stores nothing.
+. "${top_srcdir:-.}/test/lib/e2e.sh"
+command -v go >/dev/null 2>&1 || skip_all "go tool pprof not installed"
+command -v jq >/dev/null 2>&1 || skip_all "jq not installed"
+
+W='from=2020-01-01T00:00:00&to=2100-01-01T00:00:00'
+profd_start || { not_ok "profd starts"; done_testing; }
+# post TEXT QUERY: uploads TEXT; HTTP_CODE and BODY set.
+post() {
+	printf '%b' "$1" > "$T_TMP/in"
+	BODY=$(curl -s -w '\n%{http_code}' --data-binary "@$T_TMP/in" "$PROFD_URL/api/0/profiles?$2")
+	HTTP_CODE=$(tail -n 1 <<<"$BODY")
+	BODY=$(sed '$d' <<<"$BODY")
+}
+
+post 'main;work;hash 3\nmain;work 2\nmain;idle 5\nmain;work;hash 1\n' \
+    'service=fold&type=cpu&format=folded&sample_rate=50&labels=host=a'
+is "$HTTP_CODE" 200 "a folded cpu profile is taken"
+id=$(jq -r .body.id <<<"$BODY")
+is "$(jq -c .body.sample_types <<<"$BODY")" '["samples/count","cpu/nanoseconds"]' "... with counts and cpu time"
+is "$(jq .body.samples <<<"$BODY")" 3 "... identical stacks summed (3 samples)"
+curl -s -o "$T_TMP/one.pb.gz" "$PROFD_URL/api/0/profiles/$id"
+go tool pprof -raw "$T_TMP/one.pb.gz" > "$T_TMP/raw" 2>/dev/null
+check "go tool pprof reads the stored profile" grep -q '^Samples:' "$T_TMP/raw"
+is "$(sed -n 's/^Period: //p' "$T_TMP/raw")" 20000000 "the period is 1 s / sample_rate (20 ms)"
+is "$(go tool pprof -top -sample_index=cpu "$T_TMP/one.pb.gz" 2>/dev/null | sed -n 's/.*% of \([0-9a-z.]*\) total/\1/p')" 220ms \
+    "11 samples at 20 ms: 220 ms"
+top=$(go tool pprof -top -sample_index=samples "$T_TMP/one.pb.gz" 2>/dev/null)
+check "hash has 4 samples of its own" grep -Eq '^ +4 .* hash$' <<<"$top"
+check "work holds 6 in all" grep -Eq '^ +2 .* 6 .* work$' <<<"$top"
+
+post 'a;b\na;b\na;c\n' 'service=fold&type=heap&format=lines'
+is "$HTTP_CODE" 200 "format=lines is taken"
+is "$(jq -c .body.sample_types <<<"$BODY")" '["samples/count"]' "... a heap profile keeps counts only"
+
+n0=$(api "/api/0/profiles?service=fold&$W&limit=1000" | jq '.body | length')
+post 'a;b 1\na;b 2\na;b\n' 'service=fold&type=cpu&format=folded'
+is "$HTTP_CODE" 400 "a line without a count: 400"
+check "... naming line 3 ($(jq -r .error <<<"$BODY"))" grep -q 'line 3' <<<"$(jq -r .error <<<"$BODY")"
+post 'a;;b 1\n' 'service=fold&type=cpu&format=folded'
+is "$HTTP_CODE/$(jq -r .error <<<"$BODY")" "400/invalid folded profile: line 1: an empty frame" "an empty frame: 400"
+post 'a;\xff 1\n' 'service=fold&type=cpu&format=folded'
+is "$HTTP_CODE" 400 "a frame that is not UTF-8: 400"
+post 'a 1\n' 'service=fold&type=cpu&format=jfr'
+is "$HTTP_CODE" 400 "format=jfr: 400"
+post 'a 1\n' 'service=fold&type=cpu&format=folded&sample_rate=0'
+is "$HTTP_CODE" 400 "sample_rate=0: 400"
+post '\n\n' 'service=fold&type=cpu&format=folded'
+is "$HTTP_CODE" 400 "no stacks: 400"
+is "$(api "/api/0/profiles?service=fold&$W&limit=1000" | jq '.body | length')" "$n0" "the bad uploads stored nothing"
+
+post 'main;work;hash 2\n' 'service=fold&type=cpu&format=folded&sample_rate=50&labels=host=b'
+code=$(curl -s -o "$T_TMP/m.pb.gz" -w '%{http_code}' "$PROFD_URL/api/0/profiles/merge?service=fold&type=cpu&$W")
+is "$code" 200 "the folded cpu profiles merge"
+is "$(go tool pprof -top -sample_index=cpu "$T_TMP/m.pb.gz" 2>/dev/null | sed -n 's/.*% of \([0-9a-z.]*\) total/\1/p')" 260ms \
+    "... 13 samples at 20 ms"
+profd_stop
+done_testing
