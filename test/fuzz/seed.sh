@@ -7,7 +7,8 @@
 # input format (4-byte little-endian length of A, A, B), FUZZDIR/seeds/TARGET
 # (small bombs) and fresh bombs from the generators (gen_sample_bomb.py,
 # gen_label_bomb.py) when python3 is there; query and config get
-# FUZZDIR/seeds/TARGET. Existing files in OUTDIR (a grown corpus) stay.
+# FUZZDIR/seeds/TARGET; folded gets stacks collapsed from a few of the
+# small profiles. Existing files in OUTDIR (a grown corpus) stay.
 set -eu
 target=$1 out=$2 fuzzdir=$3 corpus=$4
 mkdir -p "$out"
@@ -83,6 +84,18 @@ merge|merge_mem)
 	;;
 query|config)
 	cp "$fuzzdir/seeds/$target"/* "$out"/
+	;;
+folded)
+	# the regression inputs, and folded stacks of small real profiles
+	# (go tool pprof -traces, collapsed) when go is there
+	command -v go >/dev/null 2>&1 && for f in $(small | head -n 6); do
+		go tool pprof -traces "$f" 2>/dev/null | awk '
+		    /^-----/ { if (n) { s = st[n]; for (i = n - 1; i >= 1; i--) s = s ";" st[i]; print s, v }
+			       n = 0; next }
+		    NF >= 2 && $1 ~ /^[0-9]/ && n == 0 { v = NR; st[++n] = $NF; next }
+		    NF >= 1 && n > 0 { st[++n] = $NF }' \
+		    > "$out/traces_$(echo "${f#$corpus/}" | tr / _).txt" || true
+	done
 	;;
 *)
 	echo "seed.sh: unknown target $target" >&2
