@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/budget.h"
 #include "common/utf8.h"
 #include "common/xmalloc.h"
 #include "proto/folded.h"
@@ -34,6 +35,7 @@ struct folded_table {
 
 /* The conversion's state. */
 struct folded {
+	struct budget_acct	*acct;		/* charged for every table */
 	const char		*text;
 	struct folded_table	 names;		/* id = index + 1 */
 	struct folded_table	 stacks;
@@ -53,23 +55,30 @@ folded_hash(const void *p, size_t len, uint64_t h)
 	return h;
 }
 
-/* Doubles the slots of t; eq is not needed, hashes are kept. */
-static void
-folded_rehash(struct folded_table *t)
+/* Doubles the slots of t (hashes are kept): 0, or -1 when refused. */
+static int
+folded_rehash(struct folded *f, struct folded_table *t)
 {
-	size_t	i, h;
+	size_t	 i, h, nslot = t->nslot ? t->nslot * 2 : 256;
+	size_t	*slot;
 
-	free(t->slot);
-	t->nslot = t->nslot ? t->nslot * 2 : 256;
-	t->slot = xcalloc(t->nslot, sizeof *t->slot);
+	if ((slot = budget_calloc(f->acct, nslot, sizeof *slot)) == NULL)
+		return -1;
+	budget_dealloc(f->acct, t->slot, t->nslot * sizeof *t->slot);
+	t->slot = slot;
+	t->nslot = nslot;
 	for (i = 0; i < t->n; i++) {
 		for (h = t->e[i].hash; t->slot[h & (t->nslot - 1)] != 0; h++)
 			;
 		t->slot[h & (t->nslot - 1)] = i + 1;
 	}
+	return 0;
 }
 
-/* The entry of bytes p[0..len) in t (ids: stacks), added if new. */
+/*
+ * The entry of bytes p[0..len) in t (ids: stacks), added if new; NULL when
+ * the budget refuses the memory.
+ */
 static struct folded_entry *
 folded_intern(struct folded *f, struct folded_table *t, const void *p,
     size_t len, size_t off, int stack)
@@ -79,8 +88,8 @@ folded_intern(struct folded *f, struct folded_table *t, const void *p,
 	size_t			 h, i;
 	const void		*q;
 
-	if (t->n * 2 >= t->nslot)
-		folded_rehash(t);
+	if (t->n * 2 >= t->nslot && folded_rehash(f, t) != 0)
+		return NULL;
 	for (h = hash;; h++) {
 		if ((i = t->slot[h & (t->nslot - 1)]) == 0)
 			break;
@@ -91,10 +100,8 @@ folded_intern(struct folded *f, struct folded_table *t, const void *p,
 		    stack ? len * sizeof *f->ids : len) == 0)
 			return e;
 	}
-	if (t->n == t->cap) {
-		t->cap = t->cap ? t->cap * 2 : 256;
-		t->e = xreallocarray(t->e, t->cap, sizeof *t->e);
-	}
+	if (budget_grow(f->acct, &t->e, &t->cap, t->n + 1, sizeof *t->e) != 0)
+		return NULL;
 	e = &t->e[t->n];
 	memset(e, 0, sizeof *e);
 	e->hash = hash;
@@ -121,7 +128,19 @@ folded_count(const char *s, size_t len, int64_t *v)
 	return 0;
 }
 
-/* Reads one line (without its newline): 0, 1 blank, or -1 (*cause). */
+/* Sets *cause for memory refused at line lineno: FOLDED_ENOMEM. */
+static int
+folded_nomem(size_t lineno, char **cause)
+{
+	xcause(cause, "line %zu: converting needs more memory than allowed",
+	    lineno);
+	return FOLDED_ENOMEM;
+}
+
+/*
+ * Reads one line (without its newline): 0, 1 blank, FOLDED_EINVAL or
+ * FOLDED_ENOMEM (*cause).
+ */
 static int
 folded_line(struct folded *f, size_t start, size_t len, size_t lineno,
     int lines, char **cause)
@@ -160,11 +179,9 @@ folded_line(struct folded *f, size_t start, size_t len, size_t lineno,
 			return xcause(cause, "line %zu: an empty frame",
 			    lineno);
 		e = folded_intern(f, &f->names, s + a, b - a, start + a, 0);
-		if (f->nids == f->capids) {
-			f->capids = f->capids ? f->capids * 2 : 1024;
-			f->ids = xreallocarray(f->ids, f->capids,
-			    sizeof *f->ids);
-		}
+		if (e == NULL || budget_grow(f->acct, &f->ids, &f->capids,
+		    f->nids + 1, sizeof *f->ids) != 0)
+			return folded_nomem(lineno, cause);
 		f->ids[f->nids++] = (uint64_t)(e - f->names.e) + 1;
 		if (b == end)
 			break;
@@ -177,6 +194,8 @@ folded_line(struct folded *f, size_t start, size_t len, size_t lineno,
 		f->ids[first + n - 1 - a] = t;
 	}
 	e = folded_intern(f, &f->stacks, f->ids + first, n, first, 1);
+	if (e == NULL)
+		return folded_nomem(lineno, cause);
 	if (e->off != first)
 		f->nids = first;	/* seen before: its ids are kept */
 	if (e->value > INT64_MAX - v)
@@ -214,8 +233,8 @@ folded_write(struct folded *f, const struct folded_options *o, uint8_t **out,
 	uint64_t		 id, v2;
 	int			 two = o->type2 != NULL && o->unit2 != NULL;
 
-	if (pprof_write_init(&w, NULL, 1, cause) != 0)
-		return -1;
+	if (pprof_write_init(&w, f->acct, 1, cause) != 0)
+		return FOLDED_ENOMEM;
 	folded_value_type(&w, 1, 1, 2);
 	if (two)
 		folded_value_type(&w, 1, 3, 4);
@@ -265,18 +284,23 @@ folded_write(struct folded *f, const struct folded_options *o, uint8_t **out,
 		folded_value_type(&w, 11, 3, 4);
 		pprof_write_uint(&w, 12, (uint64_t)o->period);
 	}
-	return pprof_write_finish(&w, out, outlen, cause);
+	if (pprof_write_finish(&w, out, outlen, cause) != 0)
+		return FOLDED_ENOMEM;
+	return 0;
 }
 
-/* Frees the state. */
+/* Frees the state, giving its bytes back. */
 static void
 folded_free(struct folded *f)
 {
-	free(f->names.e);
-	free(f->names.slot);
-	free(f->stacks.e);
-	free(f->stacks.slot);
-	free(f->ids);
+	budget_dealloc(f->acct, f->names.e, f->names.cap * sizeof *f->names.e);
+	budget_dealloc(f->acct, f->names.slot, f->names.nslot *
+	    sizeof *f->names.slot);
+	budget_dealloc(f->acct, f->stacks.e, f->stacks.cap *
+	    sizeof *f->stacks.e);
+	budget_dealloc(f->acct, f->stacks.slot, f->stacks.nslot *
+	    sizeof *f->stacks.slot);
+	budget_dealloc(f->acct, f->ids, f->capids * sizeof *f->ids);
 }
 
 /* Converts folded (or lines) text into a gzipped pprof. */
@@ -291,9 +315,12 @@ folded_to_pprof(const char *text, size_t len, const struct folded_options *o,
 	*out = NULL;
 	*outlen = 0;
 	memset(&f, 0, sizeof f);
+	f.acct = o->acct;
 	f.text = text;
-	if (memchr(text, '\0', len) != NULL)
-		return xcause(cause, "a NUL byte: not text");
+	if (memchr(text, '\0', len) != NULL) {
+		xcause(cause, "a NUL byte: not text");
+		return FOLDED_EINVAL;
+	}
 	for (at = 0; at < len && rc == 0; at = nl + 1) {
 		lineno++;
 		nl = at;
@@ -304,12 +331,17 @@ folded_to_pprof(const char *text, size_t len, const struct folded_options *o,
 			nstacks++;
 		else if (rc == 1)
 			rc = 0;
-		if (o->max_frames > 0 && f.names.n > o->max_frames)
-			rc = xcause(cause, "line %zu: more than %zu distinct "
+		if (rc == 0 && o->max_frames > 0 &&
+		    f.names.n > o->max_frames) {
+			xcause(cause, "line %zu: more than %zu distinct "
 			    "frames", lineno, o->max_frames);
+			rc = FOLDED_ETOOBIG;
+		}
 	}
-	if (rc == 0 && nstacks == 0)
-		rc = xcause(cause, "no stacks");
+	if (rc == 0 && nstacks == 0) {
+		xcause(cause, "no stacks");
+		rc = FOLDED_EINVAL;
+	}
 	if (rc == 0)
 		rc = folded_write(&f, o, out, outlen, cause);
 	folded_free(&f);

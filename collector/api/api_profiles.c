@@ -18,6 +18,7 @@
 #include "collector/http/httpjob.h"
 #include "collector/http/reply.h"
 #include "collector/ids.h"
+#include "common/budget.h"
 #include "common/clock.h"
 #include "common/parse.h"
 #include "common/log.h"
@@ -64,6 +65,7 @@ struct api_profiles_upload_args {
 #define API_PROFILES_FORMAT_FOLDED	1
 #define API_PROFILES_FORMAT_LINES	2
 #define API_PROFILES_RATE_DEFAULT	100	/* Hz, as Pyroscope's */
+#define API_PROFILES_MAX_FRAMES		1000000	/* distinct, in folded text */
 
 /* Frees an upload's state. */
 static void
@@ -108,41 +110,59 @@ api_profiles_check_time(struct httpjob *job, int64_t t, int64_t now,
 
 /*
  * Turns a folded (or lines) body into the pprof stored in its place: 0,
- * or -1 with the job answered 400. A cpu profile gets cpu/nanoseconds
- * beside the counts, each sample worth 1e9 / rate ns.
+ * or -1 with the job answered (400 bad text; 413 more than
+ * API_PROFILES_MAX_FRAMES distinct frames or more memory than
+ * --merge-memory, which conversions share with merges; 503 when merges
+ * hold that memory now). A cpu profile gets cpu/nanoseconds beside the
+ * counts, each sample worth 1e9 / rate ns.
  */
 static int
 api_profiles_unfold(struct httpjob *job, struct api_profiles_upload_args *up,
     int64_t now)
 {
 	struct folded_options	 o;
-	size_t			 len = evbuffer_get_length(up->body);
+	struct budget_acct	 acct;
+	size_t			 len = evbuffer_get_length(up->body), want = 0;
 	const char		*text = (const char *)evbuffer_pullup(up->body,
 				    -1);
+	const char		*what;
 	uint8_t			*out;
 	size_t			 outlen;
 	char			*cause = NULL;
+	int			 rc;
 
 	memset(&o, 0, sizeof o);
 	o.type = "samples";
 	o.unit = "count";
 	o.lines = up->format == API_PROFILES_FORMAT_LINES;
 	o.time_nanos = up->created_at > 0 ? up->created_at : now;
+	o.max_frames = API_PROFILES_MAX_FRAMES;
+	o.acct = &acct;
 	if (strcmp(up->meta.type, "cpu") == 0) {
 		o.type2 = "cpu";
 		o.unit2 = "nanoseconds";
 		o.period = INT64_C(1000000000) / up->rate;
 	}
-	if (folded_to_pprof(text, len, &o, &out, &outlen, &cause) != 0) {
-		httpjob_error(job, 400, "invalid %s profile: %s",
-		    o.lines ? "lines" : "folded", cause);
-		free(cause);
-		return -1;
+	what = o.lines ? "lines" : "folded";
+	budget_acct_init(&acct, job->env->merge_budget);
+	rc = folded_to_pprof(text, len, &o, &out, &outlen, &cause);
+	if (rc == FOLDED_EINVAL)
+		httpjob_error(job, 400, "invalid %s profile: %s", what, cause);
+	else if (rc == FOLDED_ETOOBIG || (rc == FOLDED_ENOMEM &&
+	    budget_acct_fail(&acct, &want) == BUDGET_OVER))
+		httpjob_error(job, 413, "%s profile too big to convert: %s%s",
+		    what, cause, rc == FOLDED_ENOMEM ? " (--merge-memory)" : "");
+	else if (rc != 0)
+		httpjob_error(job, 503, "cannot convert the %s profile now: "
+		    "%s; retry later", what, cause);
+	else {
+		evbuffer_drain(up->body, len);
+		evbuffer_add(up->body, out, outlen);
+		budget_dealloc(&acct, out, outlen);
 	}
-	evbuffer_drain(up->body, len);
-	evbuffer_add(up->body, out, outlen);
-	free(out);
-	return 0;
+	free(cause);
+	budget_acct_done(&acct);
+	return rc == 0 ? 0 : -1;
 }
 
 /* Worker: checks the profile and fills in its META. */

@@ -59,5 +59,24 @@ code=$(curl -s -o "$T_TMP/m.pb.gz" -w '%{http_code}' "$PROFD_URL/api/0/profiles/
 is "$code" 200 "the folded cpu profiles merge"
 is "$(go tool pprof -top -sample_index=cpu "$T_TMP/m.pb.gz" 2>/dev/null | sed -n 's/.*% of \([0-9a-z.]*\) total/\1/p')" 260ms \
     "... 13 samples at 20 ms"
+# The conversion's memory is bounded: at most a million distinct frames,
+# and its tables charged to --merge-memory (413 past either).
+awk 'BEGIN { for (i = 0; i < 265000; i++) { s = "root"; for (j = 0; j < 10; j++) s = s ";fn_" i "_" j; print s, 1 } }' > "$T_TMP/big"
+check "a 32 MB body of distinct frames ($(wc -c < "$T_TMP/big") bytes)" [ "$(wc -c < "$T_TMP/big")" -gt 30000000 ]
+code=$(curl -s -o "$T_TMP/out" -w '%{http_code}' --data-binary "@$T_TMP/big" "$PROFD_URL/api/0/profiles?service=fold&type=cpu&format=folded")
+is "$code" 413 "past a million distinct frames: 413"
+check "... saying so ($(jq -r .error "$T_TMP/out"))" grep -q '1000000 distinct frames' "$T_TMP/out"
+hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$PROFD_PID/status")
+check "... the daemon's peak memory stays under 400 MB ($((hwm / 1024)) MB)" [ "$hwm" -lt 409600 ]
+is "$(api "/api/0/profiles?service=fold&$W&limit=1000" | jq '.body | length')" "$((n0 + 1))" "... nothing stored"
+profd_stop
+profd_start --merge-memory 4M || { not_ok "profd restarts"; done_testing; }
+head -n 20000 "$T_TMP/big" > "$T_TMP/mid"
+code=$(curl -s -o "$T_TMP/out" -w '%{http_code}' --data-binary "@$T_TMP/mid" "$PROFD_URL/api/0/profiles?service=fold&type=cpu&format=folded")
+is "$code" 413 "tables past --merge-memory (4M): 413"
+check "... saying so ($(jq -r .error "$T_TMP/out"))" grep -q 'merge-memory' "$T_TMP/out"
+head -n 200 "$T_TMP/big" > "$T_TMP/small"
+code=$(curl -s -o "$T_TMP/out" -w '%{http_code}' --data-binary "@$T_TMP/small" "$PROFD_URL/api/0/profiles?service=fold&type=cpu&format=folded")
+is "$code" 200 "a smaller one fits"
 profd_stop
 done_testing

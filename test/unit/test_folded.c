@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/budget.h"
 #include "proto/folded.h"
 #include "proto/pprof.h"
 #include "test/lib/tap.h"
@@ -48,6 +49,52 @@ refused(const char *text, const struct folded_options *o, const char *want,
 	ok(got, "%s (%s)", what, cause != NULL ? cause : "accepted");
 	free(cause);
 	return got;
+}
+
+/* Distinct frames past max_frames, and memory past the account's budget. */
+static void
+limits(struct folded_options *o)
+{
+	struct budget		*b = budget_new(1 << 20);
+	struct budget_acct	 acct;
+	char			*text, *cause = NULL;
+	uint8_t			*out;
+	size_t			 len, i, at = 0, n = 40000;
+	int			 rc;
+
+	text = malloc(n * 16);
+	for (i = 0; i < n; i++)
+		at += (size_t)sprintf(text + at, "main;f%zu 1\n", i);
+	o->max_frames = 1000;
+	rc = folded_to_pprof(text, at, o, &out, &len, &cause);
+	ok(rc == FOLDED_ETOOBIG && cause && strstr(cause, "line 1000:"),
+	    "more distinct frames than max_frames: refused (%s)", cause);
+	free(cause);
+	cause = NULL;
+	o->max_frames = 0;
+	budget_acct_init(&acct, b);
+	o->acct = &acct;
+	rc = folded_to_pprof(text, at, o, &out, &len, &cause);
+	ok(rc == FOLDED_ENOMEM && budget_acct_fail(&acct, NULL) ==
+	    BUDGET_OVER, "tables past the budget: refused (%s)", cause);
+	ok(budget_used(b) == 0, "... and every byte given back (%zu)",
+	    budget_used(b));
+	free(cause);
+	cause = NULL;
+	for (at = 2000; text[at - 1] != '\n'; at--)
+		;
+	rc = folded_to_pprof(text, at, o, &out, &len, &cause);
+	ok(rc == 0 && budget_used(b) == len, "within the budget it converts, "
+	    "the output charged (%zu of %zu bytes; %s)", budget_used(b), len,
+	    cause ? cause : "");
+	if (rc == 0)
+		budget_dealloc(&acct, out, len);
+	ok(budget_used(b) == 0, "freed, nothing is held");
+	free(cause);
+	budget_acct_done(&acct);
+	budget_free(b);
+	o->acct = NULL;
+	free(text);
 }
 
 int
@@ -104,5 +151,6 @@ main(void)
 	    cause : sum.totals);
 	pprof_summary_free(&sum);
 	free(cause);
+	limits(&o);
 	return tap_done();
 }
