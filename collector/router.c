@@ -17,6 +17,7 @@
 #include <event2/util.h>
 
 #include "collector/api/api_info.h"
+#include "collector/api/api_ingest.h"
 #include "collector/api/api_merge.h"
 #include "collector/api/api_merge_post.h"
 #include "collector/api/api_ui.h"
@@ -67,6 +68,8 @@ static const struct router_route router_routes[] = {
 	    METRICS_ROUTE_LIST, METRICS_ROUTE_UPLOAD },
 	{ "/api/0/profiles/merge", api_merge_query, api_merge_post,
 	    METRICS_ROUTE_MERGE, METRICS_ROUTE_GET_MERGED },
+	{ "/ingest", NULL, api_ingest, 0, METRICS_ROUTE_UPLOAD },
+	{ "/pyroscope/ingest", NULL, api_ingest, 0, METRICS_ROUTE_UPLOAD },
 	{ "/api/0/services", api_info_services, NULL, METRICS_ROUTE_SERVICES,
 	    0 },
 	{ "/api/0/labels", api_info_labels, NULL, METRICS_ROUTE_LABELS, 0 },
@@ -149,7 +152,8 @@ router_route(const char *path, const char *rawpath,
 			d->fn = r->post;
 			d->name = r->post_name;
 		} else
-			d->allow = r->post != NULL ? "GET, POST" : "GET";
+			d->allow = r->get == NULL ? "POST" : r->post != NULL ?
+			    "GET, POST" : "GET";
 		return;
 	}
 	if (strcmp(path, "/") == 0 || strcmp(path, "/ui") == 0 ||
@@ -287,7 +291,8 @@ router_screen(struct router *rt, struct evhttp_request *req,
 		router_refuse(s, 503, "shutting down");
 	else if (s->path == NULL)
 		router_refuse(s, 400, "bad request path");
-	else if (rt->auth != NULL && strncmp(s->path, "/api/", 5) == 0 &&
+	else if (rt->auth != NULL && (strncmp(s->path, "/api/", 5) == 0 ||
+	    s->d.name == METRICS_ROUTE_UPLOAD) &&
 	    (router_authorize(rt, req, s->d.name == METRICS_ROUTE_UPLOAD ?
 	    AUTH_WRITE : AUTH_READ, s), s->code != 0))
 		return;

@@ -21,16 +21,21 @@ if [ -n "$missing" ]; then
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
 	    --no-install-recommends $missing
 fi
-# playwright-core from npm, for the browser test (test/e2e/ui_browser.sh):
-# it drives Debian's chromium, installed above; it downloads no browser.
-ui=$(cd "$(dirname "$0")/.." && pwd)/test/ui
-if [ -f "$ui/package-lock.json" ] && [ ! -d "$ui/node_modules/playwright-core" ]; then
+# From npm: playwright-core for the browser test (test/e2e/ui_browser.sh;
+# it drives Debian's chromium, installed above, and downloads no browser),
+# and Grafana Pyroscope's Node.js SDK for test/e2e/pyroscope_node.sh.
+top=$(cd "$(dirname "$0")/.." && pwd)
+npm_ci() {	# DIR PACKAGE TEST
+	[ -f "$top/$1/package-lock.json" ] && [ ! -d "$top/$1/node_modules/$2" ] ||
+		return 0
 	if command -v npm >/dev/null 2>&1; then
-		echo "deps.sh: npm ci in test/ui (playwright-core)"
-		PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$ui" \
+		echo "deps.sh: npm ci in $1 ($2)"
+		PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$top/$1" \
 		    --no-audit --no-fund --loglevel=error ||
-		    echo "deps.sh: npm ci failed; the browser test will be skipped"
+		    echo "deps.sh: npm ci failed; $3 will be skipped"
 	else
-		echo "deps.sh: npm not found; the browser test will be skipped"
+		echo "deps.sh: npm not found; $3 will be skipped"
 	fi
-fi
+}
+npm_ci test/ui playwright-core "the browser test"
+npm_ci test/pyroscope @pyroscope/nodejs "the Pyroscope SDK test"

@@ -12,13 +12,13 @@
 #include <event2/http.h>
 
 #include "collector/api/api_profiles.h"
+#include "collector/api/api_unfold.h"
 #include "collector/api/params.h"
 #include "collector/config.h"
 #include "collector/env.h"
 #include "collector/http/httpjob.h"
 #include "collector/http/reply.h"
 #include "collector/ids.h"
-#include "common/budget.h"
 #include "common/clock.h"
 #include "common/parse.h"
 #include "common/log.h"
@@ -53,29 +53,19 @@ api_profiles_meta_json(const struct profile_meta *m)
 	    "duration_ns", (json_int_t)m->duration_ns);
 }
 
-struct api_profiles_upload_args {
-	struct profile_meta	 meta;		/* service, type, labels */
-	int64_t			 created_at;	/* parameter, 0 if absent */
-	struct evbuffer		*body;
-	int			 format;	/* API_PROFILES_FORMAT_* */
-	int64_t			 rate;		/* folded cpu: samples/s */
-};
-
-#define API_PROFILES_FORMAT_PPROF	0
-#define API_PROFILES_FORMAT_FOLDED	1
-#define API_PROFILES_FORMAT_LINES	2
 #define API_PROFILES_RATE_DEFAULT	100	/* Hz, as Pyroscope's */
-#define API_PROFILES_MAX_FRAMES		1000000	/* distinct, in folded text */
 
 /* Frees an upload's state. */
-static void
+void
 api_profiles_upload_free(void *arg)
 {
-	struct api_profiles_upload_args *up = arg;
+	struct api_profiles_upload *up = arg;
 
 	store_meta_clear(&up->meta);
 	if (up->body != NULL)
 		evbuffer_free(up->body);
+	if (up->arg_free != NULL)
+		up->arg_free(up->arg);
 	free(up);
 }
 
@@ -108,68 +98,11 @@ api_profiles_check_time(struct httpjob *job, int64_t t, int64_t now,
 	return 0;
 }
 
-/*
- * Turns a folded (or lines) body into the pprof stored in its place: 0,
- * or -1 with the job answered (400 bad text; 413 more than
- * API_PROFILES_MAX_FRAMES distinct frames or more memory than
- * --merge-memory, which conversions share with merges; 503 when merges
- * hold that memory now). A cpu profile gets cpu/nanoseconds beside the
- * counts, each sample worth 1e9 / rate ns.
- */
-static int
-api_profiles_unfold(struct httpjob *job, struct api_profiles_upload_args *up,
-    int64_t now)
-{
-	struct folded_options	 o;
-	struct budget_acct	 acct;
-	size_t			 len = evbuffer_get_length(up->body), want = 0;
-	const char		*text = (const char *)evbuffer_pullup(up->body,
-				    -1);
-	const char		*what;
-	uint8_t			*out;
-	size_t			 outlen;
-	char			*cause = NULL;
-	int			 rc;
-
-	memset(&o, 0, sizeof o);
-	o.type = "samples";
-	o.unit = "count";
-	o.lines = up->format == API_PROFILES_FORMAT_LINES;
-	o.time_nanos = up->created_at > 0 ? up->created_at : now;
-	o.max_frames = API_PROFILES_MAX_FRAMES;
-	o.acct = &acct;
-	if (strcmp(up->meta.type, "cpu") == 0) {
-		o.type2 = "cpu";
-		o.unit2 = "nanoseconds";
-		o.period = INT64_C(1000000000) / up->rate;
-	}
-	what = o.lines ? "lines" : "folded";
-	budget_acct_init(&acct, job->env->merge_budget);
-	rc = folded_to_pprof(text, len, &o, &out, &outlen, &cause);
-	if (rc == FOLDED_EINVAL)
-		httpjob_error(job, 400, "invalid %s profile: %s", what, cause);
-	else if (rc == FOLDED_ETOOBIG || (rc == FOLDED_ENOMEM &&
-	    budget_acct_fail(&acct, &want) == BUDGET_OVER))
-		httpjob_error(job, 413, "%s profile too big to convert: %s%s",
-		    what, cause, rc == FOLDED_ENOMEM ? " (--merge-memory)" : "");
-	else if (rc != 0)
-		httpjob_error(job, 503, "cannot convert the %s profile now: "
-		    "%s; retry later", what, cause);
-	else {
-		evbuffer_drain(up->body, len);
-		evbuffer_add(up->body, out, outlen);
-		budget_dealloc(&acct, out, outlen);
-	}
-	free(cause);
-	budget_acct_done(&acct);
-	return rc == 0 ? 0 : -1;
-}
-
 /* Worker: checks the profile and fills in its META. */
 static void
 api_profiles_upload_work(struct httpjob *job)
 {
-	struct api_profiles_upload_args *up = job->arg;
+	struct api_profiles_upload *up = job->arg;
 	struct profile_meta *m = &up->meta;
 	struct pprof_summary sum;
 	size_t len;
@@ -178,13 +111,18 @@ api_profiles_upload_work(struct httpjob *job)
 	char *cause = NULL;
 	int rc;
 
-	if (up->format != API_PROFILES_FORMAT_PPROF &&
-	    api_profiles_unfold(job, up, now) != 0)
+	if (up->prepare != NULL && up->prepare(job, up, now) != 0)
 		return;
+	if (up->folded) {
+		up->fold.time_nanos = up->created_at > 0 ? up->created_at :
+		    now;
+		if (api_unfold(job, up->body, &up->fold) != 0)
+			return;
+	}
 	len = evbuffer_get_length(up->body);
 	data = evbuffer_pullup(up->body, -1);
 	memset(&sum, 0, sizeof sum);
-	if (strcmp(m->type, "trace") != 0) {
+	if (m->type == NULL || strcmp(m->type, "trace") != 0) {
 		rc = pprof_check(data, len, job->env->cfg->max_inflated, &sum,
 		    &cause);
 		if (rc == PPROF_ENOMEM) {
@@ -207,6 +145,8 @@ api_profiles_upload_work(struct httpjob *job)
 			return;
 		}
 	}
+	if (m->type == NULL)
+		m->type = xstrdup(up->type_of(sum.sample_types));
 	ids_new(now / 1000000, m->id);
 	m->created_at = sum.time_nanos > 0 ? sum.time_nanos :
 	    up->created_at > 0 ? up->created_at : now;
@@ -217,7 +157,8 @@ api_profiles_upload_work(struct httpjob *job)
 	}
 	m->size = (int64_t)len;
 	m->samples = sum.samples;
-	m->duration_ns = sum.duration_nanos;
+	m->duration_ns = sum.duration_nanos > 0 ? sum.duration_nanos :
+	    up->duration_ns;
 	m->sample_types = sum.sample_types != NULL ? sum.sample_types :
 	    xstrdup("");
 	sum.sample_types = NULL;
@@ -230,7 +171,7 @@ api_profiles_upload_work(struct httpjob *job)
 static void
 api_profiles_upload_io(struct httpjob *job)
 {
-	struct api_profiles_upload_args *up = job->arg;
+	struct api_profiles_upload *up = job->arg;
 	struct profile_meta *m = &up->meta;
 	size_t len = evbuffer_get_length(up->body);
 	uint8_t *data = evbuffer_pullup(up->body, -1);
@@ -242,18 +183,22 @@ api_profiles_upload_io(struct httpjob *job)
 		free(cause);
 		return;
 	}
-	httpjob_json(job, api_profiles_meta_json(m));
+	if (up->empty_reply)
+		httpjob_bytes(job, NULL, 0, "text/plain", NULL);
+	else
+		httpjob_json(job, api_profiles_meta_json(m));
 }
 
 /* Reads the upload's parameters into up->meta. */
 static int
 api_profiles_upload_params(struct env *env, const struct params *p,
-    struct api_profiles_upload_args *up, char **cause)
+    struct api_profiles_upload *up, char **cause)
 {
 	struct profile_meta *m = &up->meta;
 	const char *raw, *dup;
 	char *instance = NULL, *created = NULL, *why = NULL, *format = NULL;
 	char *rate = NULL, *end;
+	int64_t hz = API_PROFILES_RATE_DEFAULT;
 	int rc = -1;
 
 	if (params_service_type(p, 1, &m->service, &m->type, cause) < 0 ||
@@ -262,26 +207,31 @@ api_profiles_upload_params(struct env *env, const struct params *p,
 	    params_get(p, "format", &format, cause) < 0 ||
 	    params_get(p, "sample_rate", &rate, cause) < 0)
 		goto out;
-	if (format == NULL || strcmp(format, "pprof") == 0)
-		up->format = API_PROFILES_FORMAT_PPROF;
-	else if (strcmp(format, "folded") == 0)
-		up->format = API_PROFILES_FORMAT_FOLDED;
-	else if (strcmp(format, "lines") == 0)
-		up->format = API_PROFILES_FORMAT_LINES;
-	else {
-		xcause(cause, "parameter format: \"%s\" is not pprof, folded "
-		    "or lines", format);
-		goto out;
+	if (format != NULL && strcmp(format, "pprof") != 0) {
+		up->folded = 1;
+		up->fold.lines = strcmp(format, "lines") == 0;
+		if (!up->fold.lines && strcmp(format, "folded") != 0) {
+			xcause(cause, "parameter format: \"%s\" is not pprof, "
+			    "folded or lines", format);
+			goto out;
+		}
 	}
-	up->rate = API_PROFILES_RATE_DEFAULT;
 	if (rate != NULL) {
-		up->rate = strtoll(rate, &end, 10);
-		if (*rate == '\0' || *end != '\0' || up->rate < 1 ||
-		    up->rate > 1000000000) {
+		hz = strtoll(rate, &end, 10);
+		if (*rate == '\0' || *end != '\0' || hz < 1 ||
+		    hz > 1000000000) {
 			xcause(cause, "parameter sample_rate: \"%s\" is not "
 			    "a rate from 1 to 1000000000 per second", rate);
 			goto out;
 		}
+	}
+	/* Folded stacks: counts, and cpu time for a cpu profile. */
+	up->fold.type = "samples";
+	up->fold.unit = "count";
+	if (strcmp(m->type, "cpu") == 0) {
+		up->fold.type2 = "cpu";
+		up->fold.unit2 = "nanoseconds";
+		up->fold.period = INT64_C(1000000000) / hz;
 	}
 	if ((raw = params_raw(p, "labels")) != NULL &&
 	    params_labels(raw, env->cfg->max_labels, &m->labels, &m->nlabels,
@@ -338,9 +288,7 @@ void
 api_profiles_upload(struct env *env, struct evhttp_request *req,
     const struct params *p)
 {
-	struct api_profiles_upload_args *up = xcalloc(1, sizeof *up);
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	struct httpjob *job;
+	struct api_profiles_upload *up = xcalloc(1, sizeof *up);
 	char *cause = NULL;
 
 	if (api_profiles_upload_params(env, p, up, &cause) < 0) {
@@ -349,6 +297,17 @@ api_profiles_upload(struct env *env, struct evhttp_request *req,
 		api_profiles_upload_free(up);
 		return;
 	}
+	api_profiles_submit(env, req, up);
+}
+
+/* Hands an upload and the request's body to the pool; see the header. */
+void
+api_profiles_submit(struct env *env, struct evhttp_request *req,
+    struct api_profiles_upload *up)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	struct httpjob *job;
+
 	if (evbuffer_get_length(in) == 0) {
 		reply_error(env, req, 400, "invalid profile: empty body");
 		api_profiles_upload_free(up);
@@ -356,7 +315,8 @@ api_profiles_upload(struct env *env, struct evhttp_request *req,
 	}
 	up->body = evbuffer_new();
 	evbuffer_add_buffer(up->body, in);	/* moves, no copy */
-	job = httpjob_new(env, req, api_profiles_upload_work, up, api_profiles_upload_free);
+	job = httpjob_new(env, req, api_profiles_upload_work, up,
+	    api_profiles_upload_free);
 	job->io = api_profiles_upload_io;
 	httpjob_submit(job);
 }

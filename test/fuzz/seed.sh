@@ -82,7 +82,7 @@ merge|merge_mem)
 		prev=$a
 	done
 	;;
-query|config)
+query|config|ingest)
 	cp "$fuzzdir/seeds/$target"/* "$out"/
 	;;
 folded)
