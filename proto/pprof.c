@@ -24,6 +24,7 @@
 
 #include "common/budget.h"
 #include "common/xmalloc.h"
+#include "proto/gperf.h"
 #include "proto/pprof.h"
 #include "proto/pprof_scan.h"
 
@@ -324,48 +325,6 @@ pprof_inflate_acct(const uint8_t *in, size_t len, size_t max,
 	return 0;
 }
 
-/* Reads word i of a legacy header with the given size and byte order. */
-static uint64_t
-pprof_legacy_word(const uint8_t *p, size_t i, size_t size, int big)
-{
-	uint64_t	v = 0;
-	size_t		k;
-
-	p += i * size;
-	for (k = 0; k < size; k++) {
-		if (big)
-			v = (v << 8) | p[k];
-		else
-			v |= (uint64_t)p[k] << (8 * k);
-	}
-	return v;
-}
-
-/*
- * True if raw starts like a legacy gperftools CPU profile: header words
- * 0 (count), 3 (header words), 0 (version), period, 0, in 32- or 64-bit
- * words of either byte order. A protobuf never starts with a 0 byte.
- */
-static int
-pprof_is_legacy_cpu(const uint8_t *raw, size_t len)
-{
-	size_t	size;
-	int	big;
-
-	for (size = 4; size <= 8; size += 4) {
-		if (len < 5 * size)
-			continue;
-		for (big = 0; big <= 1; big++) {
-			if (pprof_legacy_word(raw, 0, size, big) == 0 &&
-			    pprof_legacy_word(raw, 1, size, big) == 3 &&
-			    pprof_legacy_word(raw, 2, size, big) == 0 &&
-			    pprof_legacy_word(raw, 3, size, big) != 0)
-				return 1;
-		}
-	}
-	return 0;
-}
-
 /* Unpacks raw protobuf bytes into a Profile message. */
 pprof_profile_t *
 pprof_decode(const uint8_t *raw, size_t len, ProtobufCAllocator *alloc,
@@ -373,9 +332,9 @@ pprof_decode(const uint8_t *raw, size_t len, ProtobufCAllocator *alloc,
 {
 	pprof_profile_t	*p;
 
-	if (pprof_is_legacy_cpu(raw, len)) {
-		xcause(cause, "legacy gperftools CPU profile format is not "
-		    "supported; convert it with go tool pprof -proto");
+	if (gperf_detect(raw, len)) {
+		xcause(cause, "a legacy gperftools CPU profile, not a pprof "
+		    "(uploads convert it; this path does not)");
 		return NULL;
 	}
 	p = perftools__profiles__profile__unpack(alloc, len, raw);
@@ -843,10 +802,10 @@ pprof_check(const uint8_t *body, size_t len, size_t max_inflated,
 	if ((code = pprof_inflate(body, len, max_inflated, &raw, &rawlen,
 	    cause)) != 0)
 		return code;
-	if (pprof_is_legacy_cpu(raw, rawlen)) {
+	if (gperf_detect(raw, rawlen)) {
 		/* Same words as pprof_decode(). */
-		xcause(cause, "legacy gperftools CPU profile format is not "
-		    "supported; convert it with go tool pprof -proto");
+		xcause(cause, "a legacy gperftools CPU profile, not a pprof "
+		    "(uploads convert it; this path does not)");
 		code = PPROF_EINVAL;
 	} else
 		code = pprof_scan(raw, rawlen, sum, cause);
@@ -859,10 +818,10 @@ int
 pprof_check_raw(const uint8_t *raw, size_t len, struct budget_acct *acct,
     const volatile int *cancel, char **cause)
 {
-	if (pprof_is_legacy_cpu(raw, len)) {
+	if (gperf_detect(raw, len)) {
 		/* Same words as pprof_decode(). */
-		xcause(cause, "legacy gperftools CPU profile format is not "
-		    "supported; convert it with go tool pprof -proto");
+		xcause(cause, "a legacy gperftools CPU profile, not a pprof "
+		    "(uploads convert it; this path does not)");
 		return PPROF_EINVAL;
 	}
 	return pprof_scan_acct(raw, len, acct, cancel, cause);

@@ -6,6 +6,7 @@ PKGS="build-essential autoconf automake libtool pkg-config git
 libevent-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler
 libjansson-dev zlib1g-dev libdeflate-dev libpq-dev postgresql curl jq golang-go time clang llvm
 libclang-rt-14-dev wrk sqlite3 util-linux python3 python3.11 gzip linux-perf
+libgoogle-perftools-dev
 systemd groff-base nginx-light xz-utils
 redis-server redis-tools chromium"
 missing=

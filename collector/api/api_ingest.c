@@ -24,7 +24,6 @@
 #include "collector/http/multipart.h"
 #include "collector/http/reply.h"
 #include "common/clock.h"
-#include "common/utf8.h"
 #include "common/xmalloc.h"
 
 #define API_INGEST_RATE_DEFAULT	100	/* Hz: Pyroscope's default */
@@ -94,26 +93,17 @@ static int
 api_ingest_spy(struct profile_meta *m, const char *spy, size_t max,
     char **cause)
 {
-	size_t i;
+	char	*why = NULL;
+	size_t	 i;
 
 	for (i = 0; i < m->nlabels; i++)
 		if (strcmp(m->labels[i].key, "spy") == 0)
 			return 0;
-	if (!utf8_valid(spy, strlen(spy)) || strlen(spy) > PARAMS_MAX_VALUE)
-		return xcause(cause, "parameter spyName: not UTF-8 or longer "
-		    "than %d bytes", PARAMS_MAX_VALUE);
-	if (m->nlabels >= max)
-		return xcause(cause, "more than %zu labels with spyName", max);
-	m->labels = xreallocarray(m->labels, m->nlabels + 1,
-	    sizeof *m->labels);
-	m->labels[m->nlabels].key = xstrdup("spy");
-	m->labels[m->nlabels].value = xstrdup(spy);
-	for (i = m->nlabels++; i > 0 && strcmp(m->labels[i - 1].key,
-	    m->labels[i].key) > 0; i--) {
-		struct label t = m->labels[i];
-
-		m->labels[i] = m->labels[i - 1];
-		m->labels[i - 1] = t;
+	if (params_labels_add(&m->labels, &m->nlabels, max, "spy", spy,
+	    &why) < 0) {
+		xcause(cause, "parameter spyName: %s", why);
+		free(why);
+		return -1;
 	}
 	return 0;
 }

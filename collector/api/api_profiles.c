@@ -12,7 +12,7 @@
 #include <event2/http.h>
 
 #include "collector/api/api_profiles.h"
-#include "collector/api/api_unfold.h"
+#include "collector/api/api_convert.h"
 #include "collector/api/params.h"
 #include "collector/config.h"
 #include "collector/env.h"
@@ -98,6 +98,22 @@ api_profiles_check_time(struct httpjob *job, int64_t t, int64_t now,
 	return 0;
 }
 
+/* Labels a converted upload converted_from=FROM (replacing any such). */
+static void
+api_profiles_converted(struct profile_meta *m, const char *from)
+{
+	size_t	i;
+
+	for (i = 0; i < m->nlabels; i++)
+		if (strcmp(m->labels[i].key, "converted_from") == 0) {
+			free(m->labels[i].value);
+			m->labels[i].value = xstrdup(from);
+			return;
+		}
+	(void)params_labels_add(&m->labels, &m->nlabels, 0, "converted_from",
+	    from, NULL);
+}
+
 /* Worker: checks the profile and fills in its META. */
 static void
 api_profiles_upload_work(struct httpjob *job)
@@ -116,9 +132,13 @@ api_profiles_upload_work(struct httpjob *job)
 	if (up->folded) {
 		up->fold.time_nanos = up->created_at > 0 ? up->created_at :
 		    now;
-		if (api_unfold(job, up->body, &up->fold) != 0)
+		if (api_convert_folded(job, up->body, &up->fold) != 0)
 			return;
-	}
+		api_profiles_converted(m, up->fold.lines ? "lines" : "folded");
+	} else if ((rc = api_convert_gperf(job, up->body)) < 0)
+		return;
+	else if (rc == 1)
+		api_profiles_converted(m, "gperftools");
 	len = evbuffer_get_length(up->body);
 	data = evbuffer_pullup(up->body, -1);
 	memset(&sum, 0, sizeof sum);
@@ -239,30 +259,11 @@ api_profiles_upload_params(struct env *env, const struct params *p,
 		xcause(cause, "parameter labels: %s", why);
 		goto out;
 	}
-	if (instance != NULL && *instance != '\0') {
-		if (strlen(instance) > PARAMS_MAX_VALUE) {
-			xcause(cause, "instance_id longer than %d bytes",
-			    PARAMS_MAX_VALUE);
-			goto out;
-		}
-		if (m->nlabels >= (size_t)env->cfg->max_labels) {
-			xcause(cause, "parameter labels: more than %lld labels",
-			    (long long)env->cfg->max_labels);
-			goto out;
-		}
-		m->labels = xreallocarray(m->labels, m->nlabels + 1,
-		    sizeof *m->labels);
-		m->labels[m->nlabels].key = xstrdup("instance_id");
-		m->labels[m->nlabels].value = instance;
-		instance = NULL;
-		m->nlabels++;
-		/* keep the array sorted: re-parse order by a stable insert */
-		for (size_t i = m->nlabels - 1; i > 0 &&
-		    strcmp(m->labels[i - 1].key, m->labels[i].key) > 0; i--) {
-			struct label t = m->labels[i];
-			m->labels[i] = m->labels[i - 1];
-			m->labels[i - 1] = t;
-		}
+	if (instance != NULL && *instance != '\0' && params_labels_add(
+	    &m->labels, &m->nlabels, (size_t)env->cfg->max_labels,
+	    "instance_id", instance, &why) < 0) {
+		xcause(cause, "parameter instance_id: %s", why);
+		goto out;
 	}
 	if (params_labels_dup_key(m->labels, m->nlabels, &dup)) {
 		xcause(cause, "parameter labels: key \"%s\" given twice", dup);

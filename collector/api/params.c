@@ -186,6 +186,29 @@ params_label_cmp(const void *a, const void *b)
 	return c != 0 ? c : strcmp(la->value, lb->value);
 }
 
+/* Adds a label, keeping the array sorted; see the header. */
+int
+params_labels_add(struct label **l, size_t *n, size_t max, const char *key,
+    const char *value, char **cause)
+{
+	size_t i;
+
+	if (!utf8_valid(value, strlen(value)))
+		return xcause(cause, "label %s: value is not valid UTF-8", key);
+	if (strlen(value) > PARAMS_MAX_VALUE)
+		return xcause(cause, "label %s: value longer than %d bytes",
+		    key, PARAMS_MAX_VALUE);
+	if (max > 0 && *n >= max)
+		return xcause(cause, "more than %zu labels with %s", max, key);
+	*l = xreallocarray(*l, *n + 1, sizeof **l);
+	for (i = *n; i > 0 && strcmp((*l)[i - 1].key, key) > 0; i--)
+		(*l)[i] = (*l)[i - 1];
+	(*l)[i].key = xstrdup(key);
+	(*l)[i].value = xstrdup(value);
+	(*n)++;
+	return 0;
+}
+
 /* Frees an array of labels. */
 void
 params_labels_free(struct label *l, size_t n)

@@ -46,6 +46,13 @@ int	params_labels(const char *raw, size_t max, struct label **out,
 /* True if two labels of a sorted array share a key. Sets *dup to it. */
 int	params_labels_dup_key(const struct label *, size_t n, const char **dup);
 int	params_label_key_valid(const char *key);
+/*
+ * Adds key=value to a sorted label array, keeping it sorted (after any
+ * equal key). Refuses (-1, *cause) a value not UTF-8 or too long, or a
+ * label past max (0: no limit).
+ */
+int	params_labels_add(struct label **l, size_t *n, size_t max,
+	    const char *key, const char *value, char **cause);
 void	params_labels_free(struct label *, size_t n);
 
 /* True for cpu heap block mutex goroutine threadcreate other trace. */

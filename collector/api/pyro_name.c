@@ -269,7 +269,9 @@ pyro_name_time(const char *s, int64_t *ns, char **cause)
 		tm.tm_year = (int)(v / 10000) - 1900;
 		tm.tm_mon = (int)(v / 100 % 100) - 1;
 		tm.tm_mday = (int)(v % 100);
-		if (tm.tm_year >= 70 && tm.tm_mon >= 0 && tm.tm_mon < 12 &&
+		/* (to 2261: later dates do not fit int64 nanoseconds) */
+		if (tm.tm_year >= 70 && tm.tm_year <= 2261 - 1900 &&
+		    tm.tm_mon >= 0 && tm.tm_mon < 12 &&
 		    tm.tm_mday >= 1 && tm.tm_mday <= 31) {
 			*ns = (int64_t)timegm(&tm) * 1000000000;
 			return 0;

@@ -35,7 +35,7 @@ is "$HTTP_CODE" 200 "folded stacks (no format): 200"
 is "$BODY" "" "... with an empty body, as Pyroscope answers"
 m=$(last shop)
 is "$(jq -r .type <<<"$m")" cpu "APP.cpu: type cpu"
-is "$(labels "$m")" "env=prod,region=eu,spy=pyspy" "labels from the braces, spyName as spy"
+is "$(labels "$m")" "converted_from=folded,env=prod,region=eu,spy=pyspy" "labels from the braces, spyName as spy, converted_from=folded"
 is "$(jq -r .created_at <<<"$m")/$(jq -r .duration_ns <<<"$m")" "2025-11-24T16:00:00Z/10000000000" "from is the time, until - from the duration"
 is "$(jq -c .sample_types <<<"$m")" '["samples/count","cpu/nanoseconds"]' "samples and cpu time"
 curl -s -o "$T_TMP/one.pb.gz" "$PROFD_URL/api/0/profiles/$(jq -r .id <<<"$m")"

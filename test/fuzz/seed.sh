@@ -8,7 +8,8 @@
 # (small bombs) and fresh bombs from the generators (gen_sample_bomb.py,
 # gen_label_bomb.py) when python3 is there; query and config get
 # FUZZDIR/seeds/TARGET; folded gets stacks collapsed from a few of the
-# small profiles. Existing files in OUTDIR (a grown corpus) stay.
+# small profiles; ingest its seeds; gperf its seeds and the corpus's
+# legacy CPU profile. Existing files in OUTDIR (a grown corpus) stay.
 set -eu
 target=$1 out=$2 fuzzdir=$3 corpus=$4
 mkdir -p "$out"
@@ -84,6 +85,16 @@ merge|merge_mem)
 	;;
 query|config|ingest)
 	cp "$fuzzdir/seeds/$target"/* "$out"/
+	;;
+gperf)
+	# the corpus's legacy profile, whole and cut after its records (the
+	# maps text is most of it)
+	cp "$fuzzdir/seeds/$target"/* "$out"/
+	if [ -f "$corpus/gperftools/cworker.cpu.prof" ]; then
+		cp "$corpus/gperftools/cworker.cpu.prof" "$out/cworker.prof"
+		head -c 4096 "$corpus/gperftools/cworker.cpu.prof" \
+		    > "$out/cworker_head.prof"
+	fi
 	;;
 folded)
 	# the regression inputs, and folded stacks of small real profiles

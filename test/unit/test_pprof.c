@@ -381,8 +381,8 @@ test_decode(void)
 		for (k = 0; k < 8; k++)
 			legacy[i * 8 + k] = (uint8_t)(words[i] >> (8 * k));
 	p = pprof_decode(legacy, sizeof legacy, NULL, &cause);
-	ok(p == NULL && cause && strstr(cause, "legacy gperftools CPU "
-	    "profile format is not supported") != NULL,
+	ok(p == NULL && cause && strstr(cause, "a legacy gperftools CPU "
+	    "profile, not a pprof") != NULL,
 	    "legacy gperftools header is recognised: %s", cause);
 	free(cause);
 	cause = NULL;

@@ -113,6 +113,8 @@ main(void)
 	    "19 digits: ns");
 	ok(tm("20251124") == 1763942400 * NS, "8 digits of a date: YYYYMMDD");
 	ok(tm("99999999") == 99999999 * NS, "8 digits not a date: seconds");
+	ok(tm("54171216") == 54171216 * NS, "a date past 2261 (no int64 ns): "
+	    "seconds");
 	ok(tm("0") == 0, "0");
 	ok(tm("99999999999") == -1, "11 digits of seconds past 2262: refused");
 	ok(tm("9999999999999999999") == -1, "19 digits past int64: refused");
