@@ -413,8 +413,8 @@ gperf_map_line(const char *s, const char *end, struct gperf_map *m)
 static int
 gperf_same_file(const struct gperf_map *a, const struct gperf_map *b)
 {
-	return a->filelen == b->filelen && memcmp(a->file, b->file,
-	    a->filelen) == 0;
+	return a->filelen == b->filelen && (a->filelen == 0 ||
+	    memcmp(a->file, b->file, a->filelen) == 0);
 }
 
 /* True if b continues a (pprof's adjacent). */
@@ -647,7 +647,8 @@ gperf_out_sample(struct gperf *g, size_t i)
 	size_t			 j, h, k, first = g->nostk;
 	uint64_t		 hash;
 
-	if (budget_grow(g->acct, &g->ostk, &g->capostk, g->nostk + s->n,
+	/* (+ 1: never a NULL array, even for a record of no frames) */
+	if (budget_grow(g->acct, &g->ostk, &g->capostk, g->nostk + s->n + 1,
 	    sizeof *g->ostk) != 0)
 		return GPERF_ENOMEM;
 	for (j = 0; j < s->n; j++) {
@@ -752,7 +753,7 @@ gperf_write(struct gperf *g, uint8_t **out, size_t *outlen, char **cause)
 		pprof_write_bytes(&w, 6, fixed[i], strlen(fixed[i]));
 	for (i = 0; i < g->nomap; i++) {
 		m = &g->map[g->omap[i]];
-		pprof_write_bytes(&w, 6, m->file, m->filelen);
+		pprof_write_bytes(&w, 6, m->filelen ? m->file : "", m->filelen);
 	}
 	pprof_write_uint(&w, 7, 5);		/* drop_frames */
 	gperf_value_type(&w, 11, 3, 4);

@@ -4,7 +4,8 @@
  * names the application, type and labels ("APP.TYPE{k=v}", pyro_name.c),
  * the window (from, until) and the body's format: folded stacks (the
  * default) or lines, converted to pprof at ingest; pprof, as the body
- * itself or as the part "profile" of a multipart/form-data body. The
+ * itself or as the part "profile" of a multipart/form-data body, with
+ * its sample_type_config (pyro_config.c) and prev_profile. The
  * upload then goes the way of any other (api_profiles.c): checked on a
  * worker, stored, and answered 200 with an empty body as Pyroscope does.
  */
@@ -17,14 +18,18 @@
 #include "collector/api/api_ingest.h"
 #include "collector/api/api_profiles.h"
 #include "collector/api/params.h"
+#include "collector/api/pyro_config.h"
 #include "collector/api/pyro_name.h"
 #include "collector/config.h"
 #include "collector/env.h"
 #include "collector/http/httpjob.h"
 #include "collector/http/multipart.h"
 #include "collector/http/reply.h"
+#include "common/budget.h"
 #include "common/clock.h"
 #include "common/xmalloc.h"
+#include "proto/pprof.h"
+#include "proto/pprof_delta.h"
 
 #define API_INGEST_RATE_DEFAULT	100	/* Hz: Pyroscope's default */
 
@@ -55,36 +60,130 @@ api_ingest_query_clear(struct api_ingest_query *q)
 	free(q->agg);
 }
 
-/* Worker: a multipart body's part "profile" becomes the body. */
+/* The part name of the body, or NULL (absent); -1 and answered if bad. */
+static int
+api_ingest_part(struct httpjob *job, const uint8_t *body, size_t len,
+    const char *boundary, const char *name, const uint8_t **part,
+    size_t *plen)
+{
+	char	*cause = NULL;
+	int	 rc;
+
+	rc = multipart_find(body, len, boundary, name, part, plen, &cause);
+	if (rc < 0) {
+		httpjob_error(job, 400, "%s", cause);
+		free(cause);
+		return -1;
+	}
+	if (rc == 0)
+		*part = NULL;
+	return 0;
+}
+
+/*
+ * Worker: turns the cumulative sample types of cfg into what happened
+ * since prev_profile (prev[0..plen), NULL if absent): 0 with the body
+ * replaced, 1 when none is cumulative, or -1 answered.
+ */
+static int
+api_ingest_delta(struct httpjob *job, struct api_profiles_upload *up,
+    const struct pyro_config *cfg, const uint8_t *profile, size_t len,
+    const uint8_t *prev, size_t plen)
+{
+	const char		**names;
+	struct budget_acct	  acct;
+	size_t			  n = 0, i, outlen, want = 0;
+	uint8_t			 *out;
+	char			 *cause = NULL;
+	int			  rc;
+
+	names = xcalloc(cfg->n + 1, sizeof *names);
+	for (i = 0; i < cfg->n; i++)
+		if (cfg->e[i].cumulative)
+			names[n++] = cfg->e[i].name;
+	if (n == 0) {
+		free(names);
+		return 1;
+	}
+	if (prev == NULL || plen == 0) {
+		httpjob_error(job, 422, "sample_type_config marks \"%s\" "
+		    "cumulative but there is no prev_profile to take it from "
+		    "(current SDKs send deltas)", names[0]);
+		free(names);
+		return -1;
+	}
+	budget_acct_init(&acct, job->env->merge_budget);
+	rc = pprof_delta(profile, len, prev, plen, names, n,
+	    job->env->cfg->max_inflated, &acct, &out, &outlen, &cause);
+	if (rc == PPROF_ENOMEM && budget_acct_fail(&acct, &want) ==
+	    BUDGET_BUSY)
+		httpjob_error(job, 503, "cannot take the delta now: %s; retry "
+		    "later", cause);
+	else if (rc != 0)
+		httpjob_error(job, rc == PPROF_EINVAL ? 400 : 413, "%s%s",
+		    cause, rc == PPROF_ENOMEM ? " (--merge-memory)" : "");
+	else {
+		evbuffer_free(up->body);
+		up->body = evbuffer_new();
+		evbuffer_add(up->body, out, outlen);
+		free(out);
+	}
+	free(cause);
+	free(names);
+	budget_acct_done(&acct);
+	return rc == 0 ? 0 : -1;
+}
+
+/*
+ * Worker: a multipart body's part "profile" becomes the body; its
+ * sample_type_config may name the type (a bare name) and mark sample
+ * types cumulative (then taken from prev_profile).
+ */
 static int
 api_ingest_multipart(struct httpjob *job, struct api_profiles_upload *up,
     int64_t now)
 {
-	const char *boundary = up->arg;
-	size_t len = evbuffer_get_length(up->body), plen;
-	const uint8_t *body = evbuffer_pullup(up->body, -1), *part;
-	struct evbuffer *nb;
-	char *cause = NULL;
-	int rc;
+	const char		*boundary = up->arg, *type;
+	size_t			 len = evbuffer_get_length(up->body), plen;
+	size_t			 clen = 0, prevlen = 0;
+	const uint8_t		*body = evbuffer_pullup(up->body, -1), *part;
+	const uint8_t		*conf, *prev;
+	struct pyro_config	 cfg;
+	struct evbuffer		*nb;
+	char			*cause = NULL;
+	int			 rc;
 
 	(void)now;
-	rc = multipart_find(body, len, boundary, "profile", &part, &plen,
-	    &cause);
-	if (rc != 1) {
-		httpjob_error(job, 400, "%s", rc == 0 ? "multipart body "
-		    "without a part named \"profile\"" : cause);
+	if (api_ingest_part(job, body, len, boundary, "profile", &part,
+	    &plen) != 0 || api_ingest_part(job, body, len, boundary,
+	    "sample_type_config", &conf, &clen) != 0 || api_ingest_part(job,
+	    body, len, boundary, "prev_profile", &prev, &prevlen) != 0)
+		return -1;
+	if (part == NULL || plen == 0) {
+		httpjob_error(job, 400, "%s", part == NULL ? "multipart body "
+		    "without a part named \"profile\"" : "invalid profile: "
+		    "the part \"profile\" is empty");
+		return -1;
+	}
+	memset(&cfg, 0, sizeof cfg);
+	if (conf != NULL && pyro_config_parse((const char *)conf, clen, &cfg,
+	    &cause) < 0) {
+		httpjob_error(job, 400, "%s", cause);
 		free(cause);
 		return -1;
 	}
-	if (plen == 0) {
-		httpjob_error(job, 400, "invalid profile: the part "
-		    "\"profile\" is empty");
+	if (up->meta.type == NULL && (type = pyro_config_type(&cfg)) != NULL)
+		up->meta.type = xstrdup(type);
+	rc = api_ingest_delta(job, up, &cfg, part, plen, prev, prevlen);
+	pyro_config_clear(&cfg);
+	if (rc < 0)
 		return -1;
+	if (rc == 1) {				/* no delta: the part as is */
+		nb = evbuffer_new();
+		evbuffer_add(nb, part, plen);
+		evbuffer_free(up->body);
+		up->body = nb;
 	}
-	nb = evbuffer_new();
-	evbuffer_add(nb, part, plen);
-	evbuffer_free(up->body);
-	up->body = nb;
 	return 0;
 }
 
@@ -171,20 +270,22 @@ api_ingest_fill(struct env *env, const struct api_ingest_query *q,
 	}
 	if (until < from)
 		return xcause(cause, "parameter until is before from");
+	/* (The Go SDK sends sampleRate=0, units= and aggregationType= with
+	 * nothing: absent, as Pyroscope takes them.) */
 	hz = API_INGEST_RATE_DEFAULT;
-	if (q->rate != NULL) {
+	if (q->rate != NULL && strcmp(q->rate, "0") != 0 && *q->rate != '\0') {
 		hz = strtoll(q->rate, &end, 10);
-		if (*q->rate == '\0' || *end != '\0' || hz < 1 ||
-		    hz > 1000000000)
+		if (*end != '\0' || hz < 1 || hz > 1000000000)
 			return xcause(cause, "parameter sampleRate: \"%.32s\" "
 			    "is not a rate from 1 to 1000000000 per second",
 			    q->rate);
 	}
-	if (q->units != NULL && (unit = pyro_name_unit(q->units)) == NULL)
+	if (q->units != NULL && *q->units != '\0' &&
+	    (unit = pyro_name_unit(q->units)) == NULL)
 		return xcause(cause, "parameter units: \"%.32s\" is not one "
 		    "of samples, objects, bytes, goroutines, lock_samples, "
 		    "lock_nanoseconds", q->units);
-	if (q->agg != NULL && strcmp(q->agg, "sum") != 0 &&
+	if (q->agg != NULL && *q->agg != '\0' && strcmp(q->agg, "sum") != 0 &&
 	    strcmp(q->agg, "average") != 0)
 		return xcause(cause, "parameter aggregationType: \"%.32s\" is "
 		    "not sum or average", q->agg);

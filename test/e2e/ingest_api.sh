@@ -4,7 +4,9 @@
 # the type's sample type and the period from sampleRate; pprof as the body
 # (gzipped or raw) or as the part "profile" of a multipart body; the name
 # "APP.TYPE{k=v}" giving service, type and labels, a bare name taking its
-# type from the sample types; from/until in s, ms, us, ns or YYYYMMDD.
+# type from the sample types or sample_type_config's display names;
+# cumulative sample types taken from prev_profile (equal to go tool pprof
+# -base); from/until in s, ms, us, ns or YYYYMMDD.
 # 200 with an empty body; bad input 400 (415 for jfr) naming the problem
 # and storing nothing; merges equal `go tool pprof`'s.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
@@ -102,6 +104,36 @@ for x in g g3; do
 done
 check "merge of the three equals go tool pprof's ($(wc -l < "$T_TMP/g.top") rows)" cmp -s "$T_TMP/g.top" "$T_TMP/g3.top"
 
+# sample_type_config as the Go SDK sends it: Go's block and mutex profiles
+# have the same sample types; the display names tell them apart.
+B=$C/go/contention
+printf '{"contentions":{"display-name":"block_count","units":"lock_samples"},"delay":{"display-name":"block_duration","units":"lock_nanoseconds"}}' > "$T_TMP/block.json"
+printf '{"contentions":{"display-name":"mutex_count","units":"lock_samples"},"delay":{"display-name":"mutex_duration","units":"lock_nanoseconds"}}' > "$T_TMP/mutex.json"
+ingest 'name=goapp%7B__session_id__%3Dabc%7D&from=1764000000000000000&until=1764000010000000000&spyName=gospy&sampleRate=0&units=&aggregationType=' \
+    -F "profile=@$B/block_A_01.pb.gz;filename=profile.pprof" -F "sample_type_config=@$T_TMP/block.json;filename=sample_type_config.json"
+is "$HTTP_CODE/$(last goapp | jq -r .type)" 200/block "a bare name, block_count in sample_type_config: block (empty units, sampleRate=0 as the Go SDK sends)"
+ingest 'name=goapp&from=1764000000000000000&spyName=gospy' \
+    -F "profile=@$B/mutex_A_01.pb.gz" -F "sample_type_config=@$T_TMP/mutex.json"
+is "$HTTP_CODE/$(last goapp | jq -r .type)" 200/mutex "... mutex_count: mutex"
+is "$(last goapp | jq -r '.labels | map(.key + "=" + .value) | join(",")')" "spy=gospy" "... labels: spy"
+# cumulative sample types with prev_profile (old SDKs): the delta, which
+# equals go tool pprof -base of the two.
+A=$C/go/allocheavy
+printf '{"alloc_objects":{"units":"objects","cumulative":true},"alloc_space":{"units":"bytes","cumulative":true},"inuse_space":{"units":"bytes","aggregation":"average"}}' > "$T_TMP/cum.json"
+ingest 'name=deltaapp&from=1764000000' -F "profile=@$A/allocs_A_02.pb.gz" -F "prev_profile=@$A/allocs_A_01.pb.gz" -F "sample_type_config=@$T_TMP/cum.json"
+m=$(last deltaapp)
+is "$HTTP_CODE/$(jq -r .type <<<"$m")" 200/heap "cumulative alloc_* with prev_profile: 200, heap"
+curl -s -o "$T_TMP/d.pb.gz" "$PROFD_URL/api/0/profiles/$(jq -r .id <<<"$m")"
+. "${top_srcdir:-.}/test/e2e/pprof_read.sh"
+for i in 0 1; do
+	top "$i" "$T_TMP/d.pb.gz" > "$T_TMP/d.top"
+	top "$i" -base "$A/allocs_A_01.pb.gz" "$A/allocs_A_02.pb.gz" > "$T_TMP/b.top"
+	check "... $(names_of "$T_TMP/d.pb.gz" | sed -n "$((i + 1))p"): the delta equals go tool pprof -base ($(wc -l < "$T_TMP/d.top") rows, $(sed -n 's/^total //p' "$T_TMP/d.top"))" cmp -s "$T_TMP/d.top" "$T_TMP/b.top"
+done
+top 3 "$T_TMP/d.pb.gz" > "$T_TMP/d.top"
+top 3 "$A/allocs_A_02.pb.gz" > "$T_TMP/b.top"
+check "... inuse_space, not cumulative, as in the later profile" cmp -s "$T_TMP/d.top" "$T_TMP/b.top"
+
 # --- refused, storing nothing ---------------------------------------------
 n0=$(api "/api/0/profiles?$W&limit=100000" | jq '.body | length')
 # refused CODE WANT QUERY [CURL ARGS...]
@@ -122,7 +154,7 @@ refused 400 'label key' 'name=app%7B9k%3Dv%7D' "${D[@]}"
 refused 400 'profile type' 'name=my.service' "${D[@]}"
 refused 400 'parameter from' 'name=app.cpu&from=yesterday' "${D[@]}"
 refused 400 'before from' 'name=app.cpu&from=1764000010&until=1764000000' "${D[@]}"
-refused 400 'sampleRate' 'name=app.cpu&sampleRate=0' "${D[@]}"
+refused 400 'sampleRate' 'name=app.cpu&sampleRate=-5' "${D[@]}"
 refused 400 'units' 'name=app.cpu&units=furlongs' "${D[@]}"
 refused 400 'aggregationType' 'name=app.cpu&aggregationType=max' "${D[@]}"
 refused 415 'not supported yet' 'name=app.cpu&format=jfr' "${D[@]}"
@@ -134,6 +166,12 @@ refused 400 'part named "profile"' 'name=app.cpu' -F "other=@$f"
 refused 400 'boundary' 'name=app.cpu' -H 'Content-Type: multipart/form-data' --data-binary 'x'
 refused 400 'not closed' 'name=app.cpu' -H 'Content-Type: multipart/form-data; boundary=XyZ' --data-binary $'--XyZ\r\nContent-Disposition: form-data; name="profile"\r\n\r\nabc'
 refused 400 'empty body' 'name=app.cpu' -X POST
+refused 422 'no prev_profile' 'name=app' -F "profile=@$A/allocs_A_02.pb.gz" -F "sample_type_config=@$T_TMP/cum.json"
+printf '{"alloc_space": 5}' > "$T_TMP/bad.json"
+refused 400 'sample_type_config: "alloc_space"' 'name=app' -F "profile=@$f" -F "sample_type_config=@$T_TMP/bad.json"
+printf '{"alloc_space": {' > "$T_TMP/bad.json"
+refused 400 'sample_type_config: line 1' 'name=app' -F "profile=@$f" -F "sample_type_config=@$T_TMP/bad.json"
+refused 400 'prev_profile: ' 'name=app' -F "profile=@$A/allocs_A_02.pb.gz" -F "prev_profile=@$T_TMP/bad.json" -F "sample_type_config=@$T_TMP/cum.json"
 is "$(api "/api/0/profiles?$W&limit=100000" | jq '.body | length')" "$n0" "the refused uploads stored nothing"
 is "$(curl -s -o /dev/null -w '%{http_code}' "$PROFD_URL/ingest")" 405 "GET /ingest: 405"
 profd_stop

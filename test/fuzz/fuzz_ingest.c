@@ -3,7 +3,7 @@
  * (collector/api/pyro_name.c, collector/http/multipart.c). The input's
  * first line is a name (and a from/until value, and a Content-Type); the
  * rest is a multipart body whose boundary is "XyZ", searched for the
- * parts an SDK sends. Properties: an error has a reason; a parsed name
+ * parts an SDK sends, and a sample_type_config. Properties: an error has a reason; a parsed name
  * has a non-empty application of its characters, a type from the table
  * and sorted labels with valid keys; a time is not negative; a part lies
  * inside the body.
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "collector/api/params.h"
+#include "collector/api/pyro_config.h"
 #include "collector/api/pyro_name.h"
 #include "collector/http/multipart.h"
 #include "common/xmalloc.h"
@@ -74,6 +75,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(line);
 	if (nl == NULL)
 		return 0;
+	{
+		struct pyro_config	c;
+
+		if (pyro_config_parse((const char *)nl + 1, size - linelen - 1,
+		    &c, &cause) == 0) {
+			for (i = 0; i < c.n; i++)
+				FUZZ_ASSERT(c.e[i].name != NULL);
+			(void)pyro_config_type(&c);
+			pyro_config_clear(&c);
+		} else
+			FUZZ_ASSERT(cause != NULL);
+		free(cause);
+		cause = NULL;
+	}
 	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
 		rc = multipart_find(nl + 1, size - linelen - 1, "XyZ",
 		    names[i], &part, &plen, &cause);
