@@ -208,17 +208,6 @@ folded_line(struct folded *f, size_t start, size_t len, size_t lineno,
 #define FOLDED_STR_FRAME(id)	((uint64_t)(id) + FOLDED_FIXED_STRINGS - 1)
 #define FOLDED_FIXED_STRINGS	5	/* "", type, unit, type2, unit2 */
 
-/* Writes a ValueType of strings t and u. */
-static void
-folded_value_type(struct pprof_write *w, uint32_t field, uint64_t t,
-    uint64_t u)
-{
-	pprof_write_len(w, field, pprof_write_field_size(t) +
-	    pprof_write_field_size(u));
-	pprof_write_uint(w, 1, t);
-	pprof_write_uint(w, 2, u);
-}
-
 /* Serializes the profile. */
 static int
 folded_write(struct folded *f, const struct folded_options *o, uint8_t **out,
@@ -235,9 +224,9 @@ folded_write(struct folded *f, const struct folded_options *o, uint8_t **out,
 
 	if (pprof_write_init(&w, f->acct, 1, cause) != 0)
 		return FOLDED_ENOMEM;
-	folded_value_type(&w, 1, 1, 2);
+	pprof_write_value_type(&w, 1, 1, 2);
 	if (two)
-		folded_value_type(&w, 1, 3, 4);
+		pprof_write_value_type(&w, 1, 3, 4);
 	for (i = 0; i < f->stacks.n; i++) {
 		e = &f->stacks.e[i];
 		len = 0;
@@ -281,7 +270,7 @@ folded_write(struct folded *f, const struct folded_options *o, uint8_t **out,
 	pprof_write_uint(&w, 9, (uint64_t)o->time_nanos);
 	pprof_write_uint(&w, 10, (uint64_t)o->duration_nanos);
 	if (two) {
-		folded_value_type(&w, 11, 3, 4);
+		pprof_write_value_type(&w, 11, 3, 4);
 		pprof_write_uint(&w, 12, (uint64_t)o->period);
 	}
 	if (pprof_write_finish(&w, out, outlen, cause) != 0)

@@ -680,17 +680,6 @@ gperf_out_sample(struct gperf *g, size_t i)
 	return 0;
 }
 
-/* Writes a ValueType of strings t and u. */
-static void
-gperf_value_type(struct pprof_write *w, uint32_t field, uint64_t t,
-    uint64_t u)
-{
-	pprof_write_len(w, field, pprof_write_field_size(t) +
-	    pprof_write_field_size(u));
-	pprof_write_uint(w, 1, t);
-	pprof_write_uint(w, 2, u);
-}
-
 /* String indices: "", samples, count, cpu, nanoseconds, drop, files. */
 #define GPERF_STR_FILE(i)	((uint64_t)(i) + 6)
 
@@ -708,8 +697,8 @@ gperf_write(struct gperf *g, uint8_t **out, size_t *outlen, char **cause)
 
 	if (pprof_write_init(&w, g->acct, 1, cause) != 0)
 		return GPERF_ENOMEM;
-	gperf_value_type(&w, 1, 1, 2);
-	gperf_value_type(&w, 1, 3, 4);
+	pprof_write_value_type(&w, 1, 1, 2);
+	pprof_write_value_type(&w, 1, 3, 4);
 	for (i = 0; i < g->nos; i++) {
 		s = &g->os[i];
 		for (len = 0, j = 0; j < s->n; j++)
@@ -756,7 +745,7 @@ gperf_write(struct gperf *g, uint8_t **out, size_t *outlen, char **cause)
 		pprof_write_bytes(&w, 6, m->filelen ? m->file : "", m->filelen);
 	}
 	pprof_write_uint(&w, 7, 5);		/* drop_frames */
-	gperf_value_type(&w, 11, 3, 4);
+	pprof_write_value_type(&w, 11, 3, 4);
 	pprof_write_uint(&w, 12, g->period);
 	if (pprof_write_finish(&w, out, outlen, cause) != 0)
 		return GPERF_ENOMEM;

@@ -164,6 +164,17 @@ pprof_write_len(struct pprof_write *w, uint32_t field, size_t len)
 	pprof_write_varint(w, len);
 }
 
+/* Appends a ValueType of strings t and u. */
+void
+pprof_write_value_type(struct pprof_write *w, uint32_t field, uint64_t t,
+    uint64_t u)
+{
+	pprof_write_len(w, field, pprof_write_field_size(t) +
+	    pprof_write_field_size(u));
+	pprof_write_uint(w, 1, t);
+	pprof_write_uint(w, 2, u);
+}
+
 /* Appends a length-delimited field with its bytes. */
 void
 pprof_write_bytes(struct pprof_write *w, uint32_t field, const void *p,

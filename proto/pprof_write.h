@@ -72,6 +72,9 @@ void	pprof_write_len(struct pprof_write *, uint32_t field, size_t len);
 /* Appends a length-delimited field with its bytes. */
 void	pprof_write_bytes(struct pprof_write *, uint32_t field,
 	    const void *p, size_t len);
+/* Appends a ValueType message (string indices t and u) as field. */
+void	pprof_write_value_type(struct pprof_write *, uint32_t field,
+	    uint64_t t, uint64_t u);
 /*
  * Ends the writing. Returns 0 with *out (charged to the account, exactly
  * *len bytes: free with budget_dealloc(acct, *out, *len)), or -1 with

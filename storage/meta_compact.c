@@ -107,34 +107,15 @@ meta_compact_take_raw(void *arg, struct rollup_build *b, int64_t b0,
 	return 0;
 }
 
-/* The done buckets of a level in [b0, b1): a new sorted array. */
+/* rollup_build_src.done: the done buckets of a level in [b0, b1). */
 static int
 meta_compact_done_in(void *arg, int level, int64_t b0, int64_t b1,
     int64_t **out, size_t *n, char **cause)
 {
 	struct meta_compact_src	*src = arg;
-	struct meta_conn	*c = src->c;
-	sqlite3_stmt	*s;
-	int		 rc;
 
-	*out = NULL;
-	*n = 0;
-	s = meta_rollup_prepare(c, "SELECT bucket FROM rollup_buckets "
-	    "WHERE service = ?1 AND type = ?2 AND level = ?3 AND bucket >= ?4 "
-	    "AND bucket < ?5 AND done = 1 ORDER BY bucket", cause);
-	if (s == NULL)
-		return -1;
-	meta_rollup_bind_key(s, src->service, src->type, level);
-	sqlite3_bind_int64(s, 4, b0);
-	sqlite3_bind_int64(s, 5, b1);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		*out = xreallocarray(*out, *n + 1, sizeof **out);
-		(*out)[(*n)++] = sqlite3_column_int64(s, 0);
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return meta_conn_error(c->db, cause, "read rollup buckets");
-	return 0;
+	return meta_rollup_done_in(src->c, src->service, src->type, level, b0,
+	    b1, out, n, cause);
 }
 
 /* Feeds the rows of a level in [b0, b1) to the build. */

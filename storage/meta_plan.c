@@ -135,29 +135,9 @@ meta_plan_done(void *arg, int level, int64_t b0, int64_t b1, int64_t **out,
     size_t *n, char **cause)
 {
 	struct meta_plan_src	*ms = arg;
-	sqlite3_stmt		*s;
-	int			 rc;
 
-	*out = NULL;
-	*n = 0;
-	s = meta_plan_prepare(ms, "SELECT bucket FROM rollup_buckets WHERE "
-	    "service = ?1 AND type = ?2 AND level = ?3 AND bucket >= ?4 AND "
-	    "bucket < ?5 AND done = 1 ORDER BY bucket", cause);
-	if (s == NULL)
-		return -1;
-	sqlite3_bind_text(s, 1, ms->q->service, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, ms->q->type, -1, SQLITE_STATIC);
-	sqlite3_bind_int(s, 3, level);
-	sqlite3_bind_int64(s, 4, b0);
-	sqlite3_bind_int64(s, 5, b1);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		*out = xreallocarray(*out, *n + 1, sizeof **out);
-		(*out)[(*n)++] = sqlite3_column_int64(s, 0);
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return meta_conn_error(ms->c->db, cause, "plan: buckets");
-	return 0;
+	return meta_rollup_done_in(ms->c, ms->q->service, ms->q->type, level,
+	    b0, b1, out, n, cause);
 }
 
 /* Resolves the query's labels: 1 if a pair does not exist (no match). */

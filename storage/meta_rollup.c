@@ -34,6 +34,39 @@ meta_rollup_bind_key(sqlite3_stmt *s, const char *service, const char *type,
 	sqlite3_bind_text(s, 2, type, -1, SQLITE_STATIC);
 	sqlite3_bind_int(s, 3, level);
 }
+/* The done buckets of a level in [b0, b1); see the header. */
+int
+meta_rollup_done_in(struct meta_conn *c, const char *service,
+    const char *type, int level, int64_t b0, int64_t b1, int64_t **out,
+    size_t *n, char **cause)
+{
+	sqlite3_stmt	*s;
+	int		 rc;
+
+	*out = NULL;
+	*n = 0;
+	s = meta_rollup_prepare(c, "SELECT bucket FROM rollup_buckets "
+	    "WHERE service = ?1 AND type = ?2 AND level = ?3 AND bucket >= ?4 "
+	    "AND bucket < ?5 AND done = 1 ORDER BY bucket", cause);
+	if (s == NULL)
+		return -1;
+	meta_rollup_bind_key(s, service, type, level);
+	sqlite3_bind_int64(s, 4, b0);
+	sqlite3_bind_int64(s, 5, b1);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		*out = xreallocarray(*out, *n + 1, sizeof **out);
+		(*out)[(*n)++] = sqlite3_column_int64(s, 0);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return meta_conn_error(c->db, cause, "read rollup buckets");
+	}
+	return 0;
+}
+
 /* 1 if bucket (level, b) of service and type is done. */
 int
 meta_rollup_is_done(struct meta_conn *c, const char *service,

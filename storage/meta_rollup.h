@@ -130,6 +130,13 @@ sqlite3_stmt	*meta_rollup_prepare(struct meta_conn *c, const char *sql,
 void	meta_rollup_bind_key(sqlite3_stmt *s, const char *service,
 	    const char *type, int level);
 /* 1 if bucket (level, b) of service and type is done, 0 not, -1 error. */
+/*
+ * The done buckets of (service, type, level) in [b0, b1): a new sorted
+ * array (free) of *n, or -1 with *cause.
+ */
+int	meta_rollup_done_in(struct meta_conn *c, const char *service,
+	    const char *type, int level, int64_t b0, int64_t b1,
+	    int64_t **out, size_t *n, char **cause);
 int	meta_rollup_is_done(struct meta_conn *c, const char *service,
 	    const char *type, int level, int64_t b, char **cause);
 /* Runs sql binding each of v[0..n) as ?1, in one transaction. */

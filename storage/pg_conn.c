@@ -125,6 +125,30 @@ pg_conn_cmd(PGconn *c, const char *sql, char **cause, const char *what)
 	return pg_conn_exec(c, sql, 0, NULL, NULL, NULL, NULL, cause, what);
 }
 
+/* Opens a transaction holding key if free; see the header. */
+int
+pg_conn_begin_try_lock(PGconn *c, int64_t key, int *locked, char **cause,
+    const char *what)
+{
+	PGresult	*r;
+	char		 k[24];
+	const char	*v[1] = { pg_conn_i64(k, key) };
+	int		 rc;
+
+	*locked = 0;
+	if ((rc = pg_conn_cmd(c, "BEGIN", cause, "begin")) != 0)
+		return rc;
+	rc = pg_conn_exec(c, "SELECT pg_try_advisory_xact_lock($1::bigint)",
+	    1, v, NULL, NULL, &r, cause, what);
+	if (rc != 0) {
+		(void)pg_conn_cmd(c, "ROLLBACK", NULL, NULL);
+		return rc;
+	}
+	*locked = PQgetvalue(r, 0, 0)[0] == 't';
+	PQclear(r);
+	return 0;
+}
+
 /* An int64 column. */
 int64_t
 pg_conn_int(const PGresult *r, int row, int col)

@@ -36,6 +36,12 @@ int	pg_conn_exec_prepared_binary(PGconn *, const char *name,
 /* pg_conn_exec of SQL without parameters or result. */
 int	pg_conn_cmd(PGconn *, const char *sql, char **cause,
 	    const char *what);
+/*
+ * BEGIN, then pg_try_advisory_xact_lock(key): 0 with the transaction open
+ * and *locked, or an error code (rolled back) with *cause.
+ */
+int	pg_conn_begin_try_lock(PGconn *, int64_t key, int *locked,
+	    char **cause, const char *what);
 /* Column col of row r as an int64 (0 if NULL). */
 int64_t	pg_conn_int(const PGresult *, int r, int col);
 /* Column col of row r as a new string (NULL if SQL NULL). */

@@ -99,6 +99,13 @@ int	pg_read_label_ids(PGconn *c, const struct store_query *q,
 
 /* pg_rollup.c: compaction, by the collector that leads. */
 int	pg_rollup_lead(struct pg *, char **cause);
+/*
+ * The done buckets of (service, type, level) in [b0, b1) on c: 0 with a
+ * new sorted array (free), or pg_conn_exec's failure code with *cause.
+ */
+int	pg_rollup_done_in(PGconn *c, const char *service, const char *type,
+	    int level, int64_t b0, int64_t b1, int64_t **out, size_t *n,
+	    char **cause);
 void	pg_rollup_close(struct pg *);
 int	pg_rollup_next(struct pg *, int64_t now_ns, int64_t delay_ns,
 	    int64_t after_ns, struct store_compaction **out, char **cause);

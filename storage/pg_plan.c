@@ -117,27 +117,15 @@ pg_plan_done(void *arg, int level, int64_t b0, int64_t b1, int64_t **out,
     size_t *n, char **cause)
 {
 	struct pg_plan_src	*ps = arg;
-	PGresult		*r;
-	char			 l[24], a[24], z[24];
-	const char		*v[5] = { ps->q->service, ps->q->type,
-	    pg_conn_i64(l, level), pg_conn_i64(a, b0), pg_conn_i64(z, b1) };
-	int			 i, rc;
+	int			 rc;
 
 	*out = NULL;
 	*n = 0;
 	if (ps->q->type == NULL)
 		return 0;	/* rollups are by type */
-	rc = pg_conn_exec(ps->c, "SELECT bucket FROM rollup_buckets WHERE "
-	    "service = $1 AND type = $2 AND level = $3::smallint AND bucket "
-	    ">= $4::bigint AND bucket < $5::bigint AND done = 1 ORDER BY "
-	    "bucket", 5, v, NULL, NULL, &r, cause, "plan buckets");
-	if (rc != 0)
-		return pg_plan_fail(ps, rc);
-	*out = xcalloc((size_t)PQntuples(r) + 1, sizeof **out);
-	for (i = 0; i < PQntuples(r); i++)
-		(*out)[(*n)++] = pg_conn_int(r, i, 0);
-	PQclear(r);
-	return 0;
+	rc = pg_rollup_done_in(ps->c, ps->q->service, ps->q->type, level, b0,
+	    b1, out, n, cause);
+	return rc != 0 ? pg_plan_fail(ps, rc) : 0;
 }
 
 /* store_plan. */

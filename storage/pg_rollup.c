@@ -287,31 +287,44 @@ pg_rollup_take_raw(void *arg, struct rollup_build *b, int64_t b0, int64_t b1,
 	return 0;
 }
 
-/* rollup_build_src.done: the done buckets of a level in [b0, b1). */
-static int
-pg_rollup_done_in(void *arg, int level, int64_t b0, int64_t b1,
-    int64_t **out, size_t *n, char **cause)
+/* The done buckets of a level in [b0, b1); see pg_int.h. */
+int
+pg_rollup_done_in(PGconn *c, const char *service, const char *type,
+    int level, int64_t b0, int64_t b1, int64_t **out, size_t *n,
+    char **cause)
 {
-	struct pg_rollup_src	*src = arg;
-	PGresult		*r;
-	char			 l[24], a[24], z[24];
-	const char		*v[5] = { src->service, src->type,
-	    pg_conn_i64(l, level), pg_conn_i64(a, b0), pg_conn_i64(z, b1) };
-	int			 i, rc;
+	PGresult	*r;
+	char		 l[24], a[24], z[24];
+	const char	*v[5] = { service, type, pg_conn_i64(l, level),
+	    pg_conn_i64(a, b0), pg_conn_i64(z, b1) };
+	int		 i, rc;
 
 	*out = NULL;
 	*n = 0;
-	rc = pg_conn_exec(src->c, "SELECT bucket FROM rollup_buckets WHERE "
+	rc = pg_conn_exec(c, "SELECT bucket FROM rollup_buckets WHERE "
 	    "service = $1 AND type = $2 AND level = $3::smallint AND bucket "
 	    ">= $4::bigint AND bucket < $5::bigint AND done = 1 ORDER BY "
 	    "bucket", 5, v, NULL, NULL, &r, cause, "read rollup buckets");
 	if (rc != 0)
-		return pg_rollup_fail(src, rc);
+		return rc;
 	*out = xcalloc((size_t)PQntuples(r) + 1, sizeof **out);
 	for (i = 0; i < PQntuples(r); i++)
 		(*out)[(*n)++] = pg_conn_int(r, i, 0);
 	PQclear(r);
 	return 0;
+}
+
+/* rollup_build_src.done: the done buckets of a level in [b0, b1). */
+static int
+pg_rollup_done(void *arg, int level, int64_t b0, int64_t b1, int64_t **out,
+    size_t *n, char **cause)
+{
+	struct pg_rollup_src	*src = arg;
+	int			 rc;
+
+	rc = pg_rollup_done_in(src->c, src->service, src->type, level, b0, b1,
+	    out, n, cause);
+	return rc != 0 ? pg_rollup_fail(src, rc) : 0;
 }
 
 /* rollup_build_src.rows: the rows of a level in [b0, b1). */
@@ -390,7 +403,7 @@ pg_rollup_next(struct pg *pg, int64_t now_ns, int64_t delay_ns,
 {
 	struct pg_rollup_src	 src;
 	struct rollup_build_src	 ops = { &src, pg_rollup_take_raw,
-		    pg_rollup_done_in, pg_rollup_take_rows };
+		    pg_rollup_done, pg_rollup_take_rows };
 	struct rollup_build	*b;
 	PGconn			*c;
 	char			*service = NULL, *type = NULL;

@@ -72,19 +72,14 @@ pg_rollup_maint_expire(PGconn *c, int64_t before, size_t batch, size_t *n,
     char **cause)
 {
 	PGresult	*r;
-	char		 key[24], b[24], l[24];
-	const char	*v[2] = { pg_conn_i64(key, PG_LOCK_RETENTION), NULL };
+	char		 b[24], l[24];
+	const char	*v[2];
 	int		 rc, locked;
 
 	*n = 0;
-	if ((rc = pg_conn_cmd(c, "BEGIN", cause, "begin")) != 0)
+	if ((rc = pg_conn_begin_try_lock(c, PG_LOCK_RETENTION, &locked, cause,
+	    "lock retention")) != 0)
 		return rc;
-	rc = pg_conn_exec(c, "SELECT pg_try_advisory_xact_lock($1::bigint)",
-	    1, v, NULL, NULL, &r, cause, "lock retention");
-	if (rc != 0)
-		goto rollback;
-	locked = PQgetvalue(r, 0, 0)[0] == 't';
-	PQclear(r);
 	if (!locked)
 		return pg_conn_cmd(c, "COMMIT", cause, "commit");
 	v[0] = pg_conn_i64(b, before);

@@ -517,19 +517,12 @@ static int
 pg_write_delete_once(PGconn *c, int64_t cutoff, size_t batch,
     size_t *deleted, char **cause)
 {
-	PGresult	*r;
-	char		 key[24];
-	const char	*v[1] = { pg_conn_i64(key, PG_LOCK_RETENTION) };
 	int		 rc, locked;
 
-	if ((rc = pg_conn_cmd(c, "BEGIN", cause, "begin")) != 0)
+	*deleted = 0;
+	if ((rc = pg_conn_begin_try_lock(c, PG_LOCK_RETENTION, &locked, cause,
+	    "lock retention")) != 0)
 		return rc;
-	rc = pg_conn_exec(c, "SELECT pg_try_advisory_xact_lock($1::bigint)",
-	    1, v, NULL, NULL, &r, cause, "lock retention");
-	if (rc != 0)
-		goto rollback;
-	locked = PQgetvalue(r, 0, 0)[0] == 't';
-	PQclear(r);
 	if (!locked)
 		goto rollback;	/* another collector sweeps */
 	if ((rc = pg_write_expire(c, cutoff, batch, deleted, cause)) != 0)
