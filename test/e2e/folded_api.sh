@@ -3,19 +3,24 @@
 # (and format=lines) is converted to pprof at ingest, stored, listed with
 # its sample types, downloaded as a pprof that `go tool pprof` reads with
 # the same stacks and values, and merged; bad text gets a 400 naming the
-# line and stores nothing.
+# line and stores nothing; perf's own collapser's output (perf script report
+# stackcollapse) of a test program and of Debian's xz is taken as it is.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 command -v go >/dev/null 2>&1 || skip_all "go tool pprof not installed"
 command -v jq >/dev/null 2>&1 || skip_all "jq not installed"
 
 W='from=2020-01-01T00:00:00&to=2100-01-01T00:00:00'
 profd_start || { not_ok "profd starts"; done_testing; }
-# post TEXT QUERY: uploads TEXT; HTTP_CODE and BODY set.
-post() {
-	printf '%b' "$1" > "$T_TMP/in"
-	BODY=$(curl -s -w '\n%{http_code}' --data-binary "@$T_TMP/in" "$PROFD_URL/api/0/profiles?$2")
+# postf FILE QUERY: uploads FILE; HTTP_CODE and BODY set.
+postf() {
+	BODY=$(curl -s -w '\n%{http_code}' --data-binary "@$1" "$PROFD_URL/api/0/profiles?$2")
 	HTTP_CODE=$(tail -n 1 <<<"$BODY")
 	BODY=$(sed '$d' <<<"$BODY")
+}
+# post TEXT QUERY: uploads TEXT (printf %b escapes).
+post() {
+	printf '%b' "$1" > "$T_TMP/in"
+	postf "$T_TMP/in" "$2"
 }
 
 post 'main;work;hash 3\nmain;work 2\nmain;idle 5\nmain;work;hash 1\n' \
@@ -59,6 +64,40 @@ code=$(curl -s -o "$T_TMP/m.pb.gz" -w '%{http_code}' "$PROFD_URL/api/0/profiles/
 is "$code" 200 "the folded cpu profiles merge"
 is "$(go tool pprof -top -sample_index=cpu "$T_TMP/m.pb.gz" 2>/dev/null | sed -n 's/.*% of \([0-9a-z.]*\) total/\1/p')" 260ms \
     "... 13 samples at 20 ms"
+# Real collapsed stacks: perf's own collapser (perf script report
+# stackcollapse, shipped with Debian's linux-perf) on a program with
+# symbols and on Debian's xz (kernel frames, [unknown] frames).
+if command -v perf >/dev/null 2>&1 && command -v cc >/dev/null 2>&1; then
+	cat > "$T_TMP/burn.c" <<'C'
+volatile unsigned long sink;
+__attribute__((noinline)) void hash_block(unsigned n) { for (unsigned i = 0; i < n; i++) sink = sink * 31 + i; }
+__attribute__((noinline)) void compress_block(unsigned n) { for (unsigned i = 0; i < n; i++) sink ^= sink << 3 | i; hash_block(n / 4); }
+int main(void) { for (int r = 0; r < 3000; r++) { hash_block(100000); compress_block(100000); } return (int)(sink & 1); }
+C
+	cc -O1 -g -fno-omit-frame-pointer -o "$T_TMP/burn" "$T_TMP/burn.c"
+	head -c 20000000 /dev/urandom > "$T_TMP/rand"
+	for prog in burn xz; do
+		case $prog in
+		burn) cmd=("$T_TMP/burn") ;;
+		xz) cmd=(xz -T1 -6 -c "$T_TMP/rand") ;;
+		esac
+		if ! perf record -q -F 499 -g -o "$T_TMP/perf.data" -- "${cmd[@]}" > /dev/null 2>"$T_TMP/perf.err" ||
+		    ! perf script report stackcollapse -i "$T_TMP/perf.data" > "$T_TMP/$prog.folded" 2>/dev/null ||
+		    [ ! -s "$T_TMP/$prog.folded" ]; then
+			ok "# SKIP perf cannot record here ($(head -c 100 "$T_TMP/perf.err"))"
+			continue
+		fi
+		sum=$(awk '{ s += $NF } END { print s }' "$T_TMP/$prog.folded")
+		postf "$T_TMP/$prog.folded" "service=perf&type=cpu&format=folded&sample_rate=499&labels=prog=$prog"
+		is "$HTTP_CODE" 200 "perf's collapsed stacks of $prog are taken ($(wc -l < "$T_TMP/$prog.folded") lines, $sum samples)"
+		is "$(jq .body.samples <<<"$BODY")" "$(wc -l < "$T_TMP/$prog.folded")" "... one sample a distinct stack"
+		curl -s -o "$T_TMP/$prog.pb.gz" "$PROFD_URL/api/0/profiles/$(jq -r .body.id <<<"$BODY")"
+		is "$(go tool pprof -raw "$T_TMP/$prog.pb.gz" 2>/dev/null | awk '/^Samples:/ { on = 1; getline; next } /^Locations/ { on = 0 } on && /:/ { s += $1 } END { print s }')" "$sum" "... the counts add up as in the text"
+	done
+	[ -s "$T_TMP/burn.pb.gz" ] && check "... hash_block is burn's hottest function" \
+	    grep -q 'hash_block' <<<"$(go tool pprof -top -nodecount=1 -sample_index=samples "$T_TMP/burn.pb.gz" 2>/dev/null | tail -n 1)"
+fi
+
 # The conversion's memory is bounded: at most a million distinct frames,
 # and its tables charged to --merge-memory (413 past either).
 awk 'BEGIN { for (i = 0; i < 265000; i++) { s = "root"; for (j = 0; j < 10; j++) s = s ";fn_" i "_" j; print s, 1 } }' > "$T_TMP/big"

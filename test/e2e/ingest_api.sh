@@ -10,6 +10,7 @@
 # 200 with an empty body; bad input 400 (415 for jfr) naming the problem
 # and storing nothing; merges equal `go tool pprof`'s.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
+. "${top_srcdir:-.}/test/e2e/pprof_read.sh"
 command -v go >/dev/null 2>&1 || skip_all "go tool pprof not installed"
 command -v jq >/dev/null 2>&1 || skip_all "jq not installed"
 
@@ -51,6 +52,12 @@ is "$HTTP_CODE/$(last shop | jq -r .type)" 200/cpu "a bare name with folded stac
 curl -s -o "$T_TMP/m.pb.gz" "$PROFD_URL/api/0/profiles/merge?service=shop&type=cpu&$W"
 go tool pprof -top -sample_index=samples "$T_TMP/m.pb.gz" 2>/dev/null > "$T_TMP/mtop"
 check "the three merge: hash 12 of its own ($(grep hash "$T_TMP/mtop" | head -n 1))" grep -Eq '^ +12 .* hash$' "$T_TMP/mtop"
+i=0
+for id in $(api "/api/0/profiles?service=shop&type=cpu&$W" | jq -r '.body[].id'); do
+	i=$((i + 1))
+	curl -s -o "$T_TMP/shop.$i.pb.gz" "$PROFD_URL/api/0/profiles/$id"
+done
+compare_merged "the merge of the converted folded profiles" "$T_TMP/m.pb.gz" "$T_TMP"/shop.*.pb.gz
 
 # --- types and units -----------------------------------------------------
 ingest 'name=shop.alloc_space&units=bytes&aggregationType=sum&from=1764000000' --data-binary "@$T_TMP/f.txt"
@@ -124,7 +131,6 @@ ingest 'name=deltaapp&from=1764000000' -F "profile=@$A/allocs_A_02.pb.gz" -F "pr
 m=$(last deltaapp)
 is "$HTTP_CODE/$(jq -r .type <<<"$m")" 200/heap "cumulative alloc_* with prev_profile: 200, heap"
 curl -s -o "$T_TMP/d.pb.gz" "$PROFD_URL/api/0/profiles/$(jq -r .id <<<"$m")"
-. "${top_srcdir:-.}/test/e2e/pprof_read.sh"
 for i in 0 1; do
 	top "$i" "$T_TMP/d.pb.gz" > "$T_TMP/d.top"
 	top "$i" -base "$A/allocs_A_01.pb.gz" "$A/allocs_A_02.pb.gz" > "$T_TMP/b.top"
