@@ -9,7 +9,7 @@
 # gen_label_bomb.py) when python3 is there; query and config get
 # FUZZDIR/seeds/TARGET; folded gets stacks collapsed from a few of the
 # small profiles; ingest its seeds; gperf its seeds and the corpus's
-# legacy CPU profile. Existing files in OUTDIR (a grown corpus) stay.
+# legacy CPU profile; delta pairs of successive cumulative profiles. Existing files in OUTDIR (a grown corpus) stay.
 set -eu
 target=$1 out=$2 fuzzdir=$3 corpus=$4
 mkdir -p "$out"
@@ -85,6 +85,17 @@ merge|merge_mem)
 	;;
 query|config|ingest)
 	cp "$fuzzdir/seeds/$target"/* "$out"/
+	;;
+delta)
+	# a cumulative profile and an earlier one of the same process, and
+	# the same profile twice (4-byte little-endian length of the first)
+	cp "$fuzzdir/seeds/$target"/* "$out"/ 2>/dev/null || true
+	for p in go/allocheavy/allocs_A go/contention/mutex_A; do
+		[ -f "$corpus/${p}_01.pb.gz" ] || continue
+		a=$corpus/${p}_02.pb.gz b=$corpus/${p}_01.pb.gz
+		{ le32 "$(wc -c < "$a")"; cat "$a" "$b"; } > "$out/pair_$(basename "$p")"
+		{ le32 "$(wc -c < "$b")"; cat "$b" "$b"; } > "$out/self_$(basename "$p")"
+	done
 	;;
 gperf)
 	# the corpus's legacy profile, whole and cut after its records (the
