@@ -178,6 +178,8 @@ refused 400 'sample_type_config: "alloc_space"' 'name=app' -F "profile=@$f" -F "
 printf '{"alloc_space": {' > "$T_TMP/bad.json"
 refused 400 'sample_type_config: line 1' 'name=app' -F "profile=@$f" -F "sample_type_config=@$T_TMP/bad.json"
 refused 400 'prev_profile: ' 'name=app' -F "profile=@$A/allocs_A_02.pb.gz" -F "prev_profile=@$T_TMP/bad.json" -F "sample_type_config=@$T_TMP/cum.json"
+head -c 34000000 /dev/zero > "$T_TMP/huge"
+refused 413 'max-body' 'name=app.cpu' --data-binary "@$T_TMP/huge"
 is "$(api "/api/0/profiles?$W&limit=100000" | jq '.body | length')" "$n0" "the refused uploads stored nothing"
 is "$(curl -s -o /dev/null -w '%{http_code}' "$PROFD_URL/ingest")" 405 "GET /ingest: 405"
 profd_stop

@@ -31,6 +31,8 @@ is "$?" 0 "the SDK runs with a read-only token"
 check "... refused with 403" grep -q 'HTTP 403' "$T_TMP/push0.log"
 is "$(list other | wc -l)/$(list heap | wc -l)" 0/0 "... and nothing is stored"
 
+is "$(curl -s -o /dev/null -w '%{http_code}' --data-binary 'a;b 1' "$PROFD_URL/ingest?name=nodeapp")" 401 "/ingest without a token: 401"
+is "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer nope-0123456789' --data-binary 'a;b 1' "$PROFD_URL/pyroscope/ingest?name=nodeapp")" 401 "... an unknown token: 401"
 start=$(date +%s)
 PROFD_URL=$PROFD_URL PROFD_TOKEN=writer-0123456789 PUSH_SECONDS=7 DEBUG=pyroscope \
     node "$SDK/push.js" > "$T_TMP/push.log" 2>&1
