@@ -227,6 +227,12 @@ pprof_delta_load(const uint8_t *body, size_t len, size_t max,
 		return NULL;
 	}
 	*held = rawlen * PPROF_DELTA_DECODE_FACTOR;
+	/* The upload check's verdict first: protobuf-c takes (and writes
+	 * back) fields the check refuses. */
+	if ((*code = pprof_check_raw(raw, rawlen, acct, NULL, cause)) != 0) {
+		budget_dealloc(acct, raw, rawlen ? rawlen : 1);
+		return NULL;
+	}
 	p = pprof_decode(raw, rawlen, NULL, cause);
 	budget_dealloc(acct, raw, rawlen ? rawlen : 1);
 	if (p != NULL && pprof_validate(p, cause) != 0) {

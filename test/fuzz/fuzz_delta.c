@@ -9,6 +9,7 @@
  * profile less itself has no sample left in the named types unless
  * another type keeps it; every byte charged to its budget comes back.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,8 +55,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	else {
 		memset(&sum, 0, sizeof sum);
 		memset(&before, 0, sizeof before);
-		FUZZ_ASSERT(pprof_check(out, outlen, 1 << 28, &sum, &cause) ==
-		    0);
+		if (pprof_check(out, outlen, 1 << 28, &sum, &cause) != 0) {
+			fprintf(stderr, "the delta fails the check: %s\n",
+			    cause);
+			FUZZ_ASSERT(!"a delta passes the upload check");
+		}
 		FUZZ_ASSERT(pprof_check(cur, curlen, FUZZ_DELTA_MAX, &before,
 		    &cause) == 0);
 		FUZZ_ASSERT(sum.samples <= before.samples);
