@@ -23,10 +23,16 @@ while IFS=$'\t' read -r file _ type _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ raw; do
 	case $type in cpu|heap|block|mutex|goroutine|threadcreate|other) ;; *) continue ;; esac
 	upload "$PROFD_CORPUS/$file" "service=copy-$type&type=$type&labels=n=$n,host=h$((n % 7)),zone=z$((n % 3))" >/dev/null
 	[ "$HTTP_CODE" = 200 ] || continue
-	printf '%s\t%s\n' "$(echo "$BODY" | jq -r .body.id)" "$PROFD_CORPUS/$file" >> "$T_TMP/files"
+	# the bytes the embedded store holds (a legacy gperftools file is
+	# stored converted)
+	id=$(echo "$BODY" | jq -r .body.id)
+	curl -s -o "$T_TMP/held.$n" "$PROFD_URL/api/0/profiles/$id"
+	printf '%s\t%s\n' "$id" "$T_TMP/held.$n" >> "$T_TMP/files"
+	case $file in *.prof) ;; *) cmp -s "$T_TMP/held.$n" "$PROFD_CORPUS/$file" || echo "$file" >> "$T_TMP/changed" ;; esac
 	n=$((n + 1))
 done < <(tail -n +2 "$PROFD_CORPUS/MANIFEST.tsv")
 check "$n corpus profiles in the embedded store" [ "$n" -ge 100 ]
+is "$(cat "$T_TMP/changed" 2>/dev/null | wc -l)" 0 "... each pprof held as uploaded, byte for byte"
 # snapshot: every profile of every service, "id service type time size labels".
 snapshot() {
 	local s
@@ -65,7 +71,7 @@ mkdir -p "$PROFD_DIR"
 profd_start --workers 2 || { not_ok "profd starts on the copy"; done_testing; }
 snapshot > "$T_TMP/pg.list"
 is "$(diff "$T_TMP/src.list" "$T_TMP/pg.list" | wc -l)" 0 "the collector on PostgreSQL lists the same profiles (ids, times, sizes, labels)"
-# same_bytes: how many profiles do not read back as their corpus file.
+# same_bytes: how many profiles do not read back as the source held them.
 same_bytes() {
 	local id f bad=0
 	while IFS=$'\t' read -r id f; do
@@ -74,7 +80,7 @@ same_bytes() {
 	done < "$T_TMP/files"
 	echo "$bad"
 }
-is "$(same_bytes)" 0 "every profile reads back from PostgreSQL as the uploaded bytes"
+is "$(same_bytes)" 0 "every profile reads back from PostgreSQL as the source held it"
 curl -s -D "$T_TMP/pg.h" -o "$T_TMP/pg.merge" "$PROFD_URL/api/0/profiles/merge?service=copy-cpu&type=cpu&$W"
 if command -v go >/dev/null; then
 	a=$(top 1 "$T_TMP/src.merge" | md5sum) b=$(top 1 "$T_TMP/pg.merge" | md5sum)
@@ -94,7 +100,7 @@ PROFD_DIR=$BACK
 profd_start --workers 2 || { not_ok "profd starts on the copy back"; done_testing; }
 snapshot > "$T_TMP/back.list"
 is "$(diff "$T_TMP/src.list" "$T_TMP/back.list" | wc -l)" 0 "the copy back lists the same profiles"
-is "$(same_bytes)" 0 "every profile of the copy back reads back as the uploaded bytes"
+is "$(same_bytes)" 0 "every profile of the copy back reads back as the source held it"
 profd_stop
 "$PROFD" --copy-to "$URI" --store "$URI" > /dev/null 2> "$T_TMP/same.err"
 is "$?" 1 "a copy onto itself is refused"
