@@ -1,8 +1,8 @@
 /*
  * Deltas of cumulative profiles. A sample's identity is its stack (each
- * location's address and lines: function name, file, line) and its
- * labels, so the two profiles' own ids, which differ from one profile to
- * the next, do not matter. prev's values of the named sample types are
+ * location's address and lines: function name, file, line, hashed once
+ * per location) and its labels, so the two profiles' own ids, which
+ * differ from one profile to the next, do not matter. prev's values of the named sample types are
  * summed per identity in a hash table, then taken from cur's samples of
  * the same identity; a value that would go below zero (a stack gone from
  * the later profile's sampling) stays at zero. Everything is decoded
@@ -52,84 +52,35 @@ pprof_delta_put(struct pprof_delta_buf *b, const void *p, size_t n)
 	b->len += n;
 }
 
-/* Appends a string (its length first, so keys cannot run together). */
-static void
-pprof_delta_str(struct pprof_delta_buf *b, const pprof_profile_t *p,
-    int64_t i)
-{
-	const char	*s = i >= 0 && (size_t)i < p->n_string_table ?
-			    p->string_table[i] : "";
-	size_t		 n = strlen(s);
+/* An id and the hash of what it names, sorted by id for lookups. */
+struct pprof_delta_id {
+	uint64_t	id, hash;
+};
 
-	pprof_delta_put(b, &n, sizeof n);
-	pprof_delta_put(b, s, n);
+/* Orders ids. */
+static int
+pprof_delta_id_cmp(const void *a, const void *b)
+{
+	const struct pprof_delta_id *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* The location of id, or NULL. */
-static const Perftools__Profiles__Location *
-pprof_delta_loc(const pprof_profile_t *p, uint64_t id)
+/* The hash of id in the sorted table t[0..n), or 0 when absent. */
+static uint64_t
+pprof_delta_id_hash(const struct pprof_delta_id *t, size_t n, uint64_t id)
 {
-	size_t	i;
+	struct pprof_delta_id	 k = { id, 0 };
+	const struct pprof_delta_id *f;
 
-	if (id >= 1 && id <= p->n_location && p->location[id - 1]->id == id)
-		return p->location[id - 1];
-	for (i = 0; i < p->n_location; i++)
-		if (p->location[i]->id == id)
-			return p->location[i];
-	return NULL;
-}
-
-/* The function of id, or NULL. */
-static const Perftools__Profiles__Function *
-pprof_delta_fn(const pprof_profile_t *p, uint64_t id)
-{
-	size_t	i;
-
-	if (id >= 1 && id <= p->n_function && p->function[id - 1]->id == id)
-		return p->function[id - 1];
-	for (i = 0; i < p->n_function; i++)
-		if (p->function[i]->id == id)
-			return p->function[i];
-	return NULL;
-}
-
-/* Writes sample s's identity into b. */
-static void
-pprof_delta_identity(const pprof_profile_t *p,
-    const Perftools__Profiles__Sample *s, struct pprof_delta_buf *b)
-{
-	const Perftools__Profiles__Location	*l;
-	const Perftools__Profiles__Function	*f;
-	size_t					 i, j;
-
-	b->len = 0;
-	for (i = 0; i < s->n_location_id; i++) {
-		if ((l = pprof_delta_loc(p, s->location_id[i])) == NULL)
-			continue;
-		pprof_delta_put(b, &l->address, sizeof l->address);
-		pprof_delta_put(b, &l->n_line, sizeof l->n_line);
-		for (j = 0; j < l->n_line; j++) {
-			f = pprof_delta_fn(p, l->line[j]->function_id);
-			pprof_delta_str(b, p, f ? f->name : 0);
-			pprof_delta_str(b, p, f ? f->filename : 0);
-			pprof_delta_put(b, &l->line[j]->line,
-			    sizeof l->line[j]->line);
-		}
-	}
-	pprof_delta_put(b, "|", 1);
-	for (i = 0; i < s->n_label; i++) {
-		pprof_delta_str(b, p, s->label[i]->key);
-		pprof_delta_str(b, p, s->label[i]->str);
-		pprof_delta_put(b, &s->label[i]->num, sizeof s->label[i]->num);
-		pprof_delta_str(b, p, s->label[i]->num_unit);
-	}
+	f = bsearch(&k, t, n, sizeof *t, pprof_delta_id_cmp);
+	return f != NULL ? f->hash : 0;
 }
 
 /* FNV-1a of bytes. */
 static uint64_t
-pprof_delta_hash(const char *s, size_t n)
+pprof_delta_hash(const char *s, size_t n, uint64_t h)
 {
-	uint64_t	h = 1469598103934665603ULL;
 	size_t		i;
 
 	for (i = 0; i < n; i++)
@@ -137,12 +88,98 @@ pprof_delta_hash(const char *s, size_t n)
 	return h;
 }
 
+/* Mixes v into h. */
+static uint64_t
+pprof_delta_mix(uint64_t h, uint64_t v)
+{
+	return pprof_delta_hash((const char *)&v, sizeof v, h);
+}
+
+/* The hash of string i of p (0 for a bad index). */
+static uint64_t
+pprof_delta_strhash(const pprof_profile_t *p, int64_t i)
+{
+	const char	*s;
+
+	if (i < 0 || (size_t)i >= p->n_string_table)
+		return 0;
+	s = p->string_table[i];
+	return pprof_delta_hash(s, strlen(s), 1469598103934665603ULL);
+}
+
+/*
+ * Hashes every location once (its address, and each line's function name,
+ * file and line): a table by location id. A sample's identity is then 8
+ * bytes a frame and a label, however long the names (a profile of one
+ * long name repeated in every frame must not make identities huge).
+ */
+static struct pprof_delta_id *
+pprof_delta_locations(const pprof_profile_t *p)
+{
+	struct pprof_delta_id	*fn, *loc;
+	const Perftools__Profiles__Location *l;
+	const Perftools__Profiles__Function *f;
+	uint64_t		 h;
+	size_t			 i, j;
+
+	fn = xcalloc(p->n_function + 1, sizeof *fn);
+	for (i = 0; i < p->n_function; i++) {
+		f = p->function[i];
+		fn[i].id = f->id;
+		fn[i].hash = pprof_delta_mix(pprof_delta_strhash(p, f->name),
+		    pprof_delta_strhash(p, f->filename));
+	}
+	qsort(fn, p->n_function, sizeof *fn, pprof_delta_id_cmp);
+	loc = xcalloc(p->n_location + 1, sizeof *loc);
+	for (i = 0; i < p->n_location; i++) {
+		l = p->location[i];
+		h = pprof_delta_mix(1469598103934665603ULL, l->address);
+		for (j = 0; j < l->n_line; j++) {
+			h = pprof_delta_mix(h, pprof_delta_id_hash(fn,
+			    p->n_function, l->line[j]->function_id));
+			h = pprof_delta_mix(h, (uint64_t)l->line[j]->line);
+		}
+		loc[i].id = l->id;
+		loc[i].hash = h;
+	}
+	qsort(loc, p->n_location, sizeof *loc, pprof_delta_id_cmp);
+	free(fn);
+	return loc;
+}
+
+/* Writes sample s's identity into b (loc: pprof_delta_locations). */
+static void
+pprof_delta_identity(const pprof_profile_t *p,
+    const struct pprof_delta_id *loc, const Perftools__Profiles__Sample *s,
+    struct pprof_delta_buf *b)
+{
+	const Perftools__Profiles__Label	*lb;
+	uint64_t				 h;
+	size_t					 i;
+
+	b->len = 0;
+	for (i = 0; i < s->n_location_id; i++) {
+		h = pprof_delta_id_hash(loc, p->n_location, s->location_id[i]);
+		pprof_delta_put(b, &h, sizeof h);
+	}
+	pprof_delta_put(b, "|", 1);
+	for (i = 0; i < s->n_label; i++) {
+		lb = s->label[i];
+		h = pprof_delta_mix(pprof_delta_mix(pprof_delta_mix(
+		    pprof_delta_strhash(p, lb->key), pprof_delta_strhash(p,
+		    lb->str)), (uint64_t)lb->num), pprof_delta_strhash(p,
+		    lb->num_unit));
+		pprof_delta_put(b, &h, sizeof h);
+	}
+}
+
 /* The entry of key (added, zeroed, when add and new), or NULL. */
 static struct pprof_delta_key *
 pprof_delta_find(struct pprof_delta_tab *t, const char *key, size_t len,
     int add)
 {
-	uint64_t	 hash = pprof_delta_hash(key, len);
+	uint64_t	 hash = pprof_delta_hash(key, len,
+			    1469598103934665603ULL);
 	size_t		 h, i;
 
 	if (add && (t->n + 1) * 2 > t->nslot) {
@@ -255,6 +292,7 @@ pprof_delta(const uint8_t *cur, size_t curlen, const uint8_t *prev,
 	struct pprof_delta_key		*e;
 	Perftools__Profiles__Sample	*s;
 	int64_t				*ci = NULL, *pi = NULL;
+	struct pprof_delta_id		*ploc = NULL, *cloc = NULL;
 	size_t				 i, j, k, heldc = 0, heldp = 0;
 	int				 code, zero;
 
@@ -281,9 +319,11 @@ pprof_delta(const uint8_t *cur, size_t curlen, const uint8_t *prev,
 		pi[k] = pprof_delta_type(p, names[k]);
 	}
 	t.nv = n;
+	ploc = pprof_delta_locations(p);
+	cloc = pprof_delta_locations(c);
 	for (i = 0; i < p->n_sample; i++) {
 		s = p->sample[i];
-		pprof_delta_identity(p, s, &b);
+		pprof_delta_identity(p, ploc, s, &b);
 		e = pprof_delta_find(&t, b.b, b.len, 1);
 		for (k = 0; k < n; k++)
 			if (pi[k] >= 0 && (size_t)pi[k] < s->n_value)
@@ -291,7 +331,7 @@ pprof_delta(const uint8_t *cur, size_t curlen, const uint8_t *prev,
 	}
 	for (i = j = 0; i < c->n_sample; i++) {
 		s = c->sample[i];
-		pprof_delta_identity(c, s, &b);
+		pprof_delta_identity(c, cloc, s, &b);
 		if ((e = pprof_delta_find(&t, b.b, b.len, 0)) != NULL)
 			for (k = 0; k < n; k++) {
 				if (ci[k] < 0 || (size_t)ci[k] >= s->n_value)
@@ -310,6 +350,8 @@ pprof_delta(const uint8_t *cur, size_t curlen, const uint8_t *prev,
 	code = pprof_encode_gzip(c, out, outlen, cause) == 0 ? 0 :
 	    PPROF_ENOMEM;
 out:
+	free(ploc);
+	free(cloc);
 	free(ci);
 	free(pi);
 	free(b.b);

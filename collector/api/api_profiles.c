@@ -135,7 +135,9 @@ api_profiles_upload_work(struct httpjob *job)
 		if (api_convert_folded(job, up->body, &up->fold) != 0)
 			return;
 		api_profiles_converted(m, up->fold.lines ? "lines" : "folded");
-	} else if ((rc = api_convert_gperf(job, up->body)) < 0)
+	} else if (m->type != NULL && strcmp(m->type, "trace") == 0)
+		;		/* stored as sent, never converted */
+	else if ((rc = api_convert_gperf(job, up->body)) < 0)
 		return;
 	else if (rc == 1)
 		api_profiles_converted(m, "gperftools");
