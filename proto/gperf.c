@@ -23,6 +23,10 @@
 #include "proto/gperf.h"
 #include "proto/pprof_write.h"
 
+/* The most mapping comparisons a file may need (a hostile one: 32 MB of
+ * maps lines and of addresses in none of them). */
+#define GPERF_MAX_WORK	200000000
+
 /* What pprof marks as its CPU profiler's own frames (drop_frames). */
 #define GPERF_DROP_FRAMES "ProfileData::Add|ProfileData::prof_handler|" \
 	"CpuProfiler::prof_handler|__pthread_sighandler|__restore"
@@ -506,11 +510,11 @@ gperf_maps(struct gperf *g, const char *text, size_t len)
 
 /* Gives each used location its mapping, in order of first use. */
 static int
-gperf_assign(struct gperf *g)
+gperf_assign(struct gperf *g, char **cause)
 {
 	struct gperf_loc	*l;
 	struct gperf_map	*m;
-	size_t			 i, j, k;
+	size_t			 i, j, k, work = 0;
 	int64_t			 fake = -1;
 
 	for (i = 0; i < g->ns; i++) {
@@ -521,6 +525,14 @@ gperf_assign(struct gperf *g)
 			l->used = 1;
 			if (l->addr == 0)
 				continue;
+			/* pprof's search is linear; bound it (a real file
+			 * needs far less: 30 mappings x 300 addresses). */
+			if ((work += 2 * g->nmap) > GPERF_MAX_WORK) {
+				xcause(cause, "%zu executable mappings for %zu "
+				    "addresses: more than %d lookups", g->nmap,
+				    g->nloc, GPERF_MAX_WORK);
+				return GPERF_EINVAL;
+			}
 			for (k = 0; k < g->nmap; k++) {
 				m = &g->map[k];
 				if (m->start <= l->addr && l->addr < m->limit)
@@ -800,7 +812,7 @@ gperf_to_pprof(const uint8_t *raw, size_t len, struct budget_acct *acct,
 	if (rc == 0)
 		rc = gperf_maps(&g, (const char *)raw + text, len - text);
 	if (rc == 0)
-		rc = gperf_assign(&g);
+		rc = gperf_assign(&g, cause);
 	if (rc == 0 && g.nmap > 0)
 		rc = gperf_out_map(&g, 0);
 	for (i = 0; rc == 0 && i < g.ns; i++)

@@ -8,6 +8,7 @@
  * and refusals. test/e2e/gperf_api.sh checks real profiles against
  * go tool pprof.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,7 @@
 		"7f0000000000-7f0000100000 r-xp 00010000 08:01 9 /lib/libc.so.6\n" \
 		"7f0000100000-7f0000200000 r--p 00110000 08:01 9 /lib/libc.so.6\n"
 
-static uint8_t	 buf[1 << 20];
+static uint8_t	 buf[4 << 20];
 static size_t	 blen;
 
 /* Appends a word of size bytes, big-endian or not. */
@@ -228,5 +229,29 @@ main(void)
 	budget_acct_done(&acct);
 	budget_free(b);
 	free(cause);
+	cause = NULL;
+	/* Many mappings, many addresses in none: bounded work, refused. */
+	{
+		static char	 maps[30000 * 50];
+		size_t		 at = 0;
+
+		for (i = 0; i < 30000; i++)
+			at += (size_t)snprintf(maps + at, sizeof maps - at,
+			    "%zx-%zx r-xp 0 08:01 1 /l%zu\n",
+			    (size_t)0x10000000 + i * 0x2000,
+			    (size_t)0x10000000 + i * 0x2000 + 0x1000, i);
+		start(8, 0);
+		for (i = 0; i < 20000; i++) {
+			uint64_t a[1] = { 0x900000000 + i * 16 };
+
+			rec(8, 0, 1, 1, a);
+		}
+		finish(8, 0, maps);
+		p = convert(&cause);
+		ok(p == NULL && cause && strstr(cause, "lookups"),
+		    "30,000 mappings x 20,000 addresses: refused (%s)", cause);
+		free(cause);
+		cause = NULL;
+	}
 	return tap_done();
 }
