@@ -65,6 +65,8 @@
 #include <unistd.h>
 
 #include "agent/build.h"
+#include "agent/heap.h"
+#include "agent/heapprof.h"
 #include "agent/settings.h"
 #include "agent/profd_agent.h"
 #include "agent/safepoint.h"
@@ -98,6 +100,7 @@ struct agent {
 	struct upload		*up;
 	struct build		*build;
 	struct stacks		 stacks;
+	struct heapprof		*heap;		/* heap profiling runs */
 	int			 in_window;
 	int			 off;		/* the signal taken over */
 	int64_t			 start_at;	/* next window (ms), 0: none */
@@ -230,15 +233,16 @@ agent_drain_tick(struct agent *a)
 	}
 }
 
-/* Writes a profile to the debug output directory. */
+/* Writes a profile of kind (cpu, heap, allocs) to the output directory. */
 static void
-agent_write_file(struct agent *a, const uint8_t *data, size_t len)
+agent_write_file(struct agent *a, const char *kind, const uint8_t *data,
+    size_t len)
 {
 	char *path, *tmp;
 	FILE *f;
 
-	path = xasprintf("%s/%s-cpu-%d-%" PRIu64 ".pb.gz", a->cfg.output_dir,
-	    a->cfg.service, (int)getpid(), a->seq);
+	path = xasprintf("%s/%s-%s-%d-%" PRIu64 ".pb.gz", a->cfg.output_dir,
+	    a->cfg.service, kind, (int)getpid(), a->seq);
 	tmp = xasprintf("%s.tmp", path);
 	if ((f = fopen(tmp, "we")) == NULL ||
 	    fwrite(data, 1, len, f) != len || fclose(f) != 0 ||
@@ -246,6 +250,46 @@ agent_write_file(struct agent *a, const uint8_t *data, size_t len)
 		agent_log(a, "cannot write %s: %s", path, strerror(errno));
 	free(tmp);
 	free(path);
+}
+
+/* Queues (and writes) one heap profile of kind heap or allocs. */
+static void
+agent_heap_queue(struct agent *a, const char *kind, uint8_t *data,
+    size_t len)
+{
+	if (data == NULL)
+		return;
+	agent_log(a, "%s profile %" PRIu64 ": %zu bytes", kind, a->seq, len);
+	if (a->cfg.output_dir != NULL)
+		agent_write_file(a, kind, data, len);
+	if (a->up != NULL)
+		upload_push_as(a->up, data, len, "heap",
+		    strcmp(kind, "heap") == 0 ? "heap=inuse" : "heap=allocs");
+	else
+		free(data);
+}
+
+/* The window's heap profiles: in use now, and allocated during it. */
+static void
+agent_heap_end(struct agent *a, const struct build_window *w)
+{
+	uint8_t *heap, *allocs;
+	size_t heaplen, allocslen;
+	char *cause = NULL;
+
+	/* Heap sampling began during the window: allocations since then. */
+	if (a->heap == NULL && heap_enabled())
+		a->heap = heapprof_new();
+	if (a->heap == NULL)
+		return;
+	if (heapprof_build(a->heap, a->build, w, &heap, &heaplen, &allocs,
+	    &allocslen, &cause) != 0) {
+		agent_log(a, "cannot build heap profiles: %s", cause);
+		free(cause);
+		return;
+	}
+	agent_heap_queue(a, "heap", heap, heaplen);
+	agent_heap_queue(a, "allocs", allocs, allocslen);
 }
 
 /* Closes the window: drain, and build and queue unless it is empty. */
@@ -287,12 +331,15 @@ agent_window_end(struct agent *a, int disarm)
 		    "%zu stacks, %zu bytes", a->seq, a->stacks.total,
 		    a->stacks.n, len);
 		if (a->cfg.output_dir != NULL)
-			agent_write_file(a, data, len);
+			agent_write_file(a, "cpu", data, len);
 		if (a->up != NULL)
 			upload_push(a->up, data, len);
 		else
 			free(data);
 	}
+	agent_heap_end(a, &w);
+	if (!disarm && a->heap != NULL)
+		heapprof_mark(a->heap);
 	stacks_reset(&a->stacks);
 	/* The next window of a continuous run starts where this one ended. */
 	a->win_mono = now;
@@ -353,6 +400,10 @@ agent_window_start(struct agent *a, int64_t now)
 	/* Samples that arrived after the last window are not ours. */
 	agent_drain(a);
 	stacks_reset(&a->stacks);
+	if (a->heap == NULL && heap_enabled())
+		a->heap = heapprof_new();
+	if (a->heap != NULL)
+		heapprof_mark(a->heap);
 	clock_gettime(CLOCK_MONOTONIC, &a->win_mono);
 	clock_gettime(CLOCK_REALTIME, &wall);
 	a->win_wall_ns = (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec;
@@ -487,6 +538,7 @@ agent_main(void *arg)
 	struct agent *a = arg;
 	int64_t deadline;
 
+	heap_exclude_thread();
 	while ((deadline = agent_stop_deadline(a, 1)) == 0)
 		agent_sleep_until(a, agent_step(a));
 	agent_window_end(a, 1);
@@ -556,6 +608,7 @@ agent_free(struct agent *a)
 	if (a->up != NULL)
 		upload_free(a->up);
 	build_free(a->build);
+	heapprof_free(a->heap);
 	stacks_free(&a->stacks);
 	settings_clear(&a->cfg);
 	pthread_cond_destroy(&a->cond);
@@ -695,6 +748,11 @@ agent_atexit(void)
 static void
 agent_hooks_once(void)
 {
+	/*
+	 * The heap tables' lock first: its child handler (run first) frees
+	 * it before ours allocates in the child.
+	 */
+	heap_atfork_register();
 	pthread_atfork(NULL, NULL, agent_atfork_child);
 	atexit(agent_atexit);
 }
@@ -859,12 +917,17 @@ agent_env_start(void)
 {
 	struct profd_agent_config cfg;
 	char *cause = NULL;
-	int rc;
+	int rc, heap_rate = 0;
+
 
 	if ((rc = settings_from_env(&cfg, &cause)) == 0)
 		return;
-	if (rc < 0 || agent_start(&cfg, 1, &cause) != 0) {
+	if (rc < 0 || settings_heap_rate(&heap_rate, &cause) != 0 ||
+	    agent_start(&cfg, 1, &cause) != 0) {
 		agent_say("%s; profiling off", cause);
 		free(cause);
+		return;
 	}
+	/* libprofd-heap, when preloaded, starts sampling after this. */
+	heap_arm(heap_rate);
 }

@@ -419,6 +419,8 @@ build_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen,
 struct build_prof {
 	struct build			*b;
 	const struct stacks		*s;
+	int				 all_ra;	/* frame 0 too is a
+							   return address */
 	struct build_strings		 strs;
 	struct build_map		 locmap;	/* pc -> location */
 	struct build_map		 fnmap;		/* symbol -> function */
@@ -435,6 +437,7 @@ struct build_prof {
 	Perftools__Profiles__Function	*fn, **fnp;
 	Perftools__Profiles__Sample	*samp, **sampp;
 	int64_t				*vals;
+	Perftools__Profiles__Label	*lab, **labp;
 };
 
 /*
@@ -493,7 +496,7 @@ build_prof_locations(struct build_prof *bp)
 	for (i = 0; i < s->n; i++) {
 		for (j = 0; j < s->v[i].n; j++) {
 			addr = s->pcs[s->v[i].off + j];
-			if (j > 0 && addr > 0)
+			if ((j > 0 || bp->all_ra) && addr > 0)
 				addr--;
 			li = build_map_get(&bp->locmap, addr, 0, 0);
 			if (li < 0) {
@@ -656,34 +659,83 @@ build_prof_samples(struct build_prof *bp, int hz)
 	}
 }
 
-/* Assembles the Profile message, packs and gzips it. */
+/*
+ * The Sample messages of a profile of given values (v->ntypes per
+ * entry), with the numeric label "bytes" where v has one.
+ */
+static void
+build_prof_samples_values(struct build_prof *bp,
+    const struct build_values *v)
+{
+	const struct stacks *s = bp->s;
+	size_t i, n = s->n ? s->n : 1;
+
+	bp->samp = xcalloc(n, sizeof *bp->samp);
+	bp->sampp = xcalloc(n, sizeof *bp->sampp);
+	bp->lab = xcalloc(n, sizeof *bp->lab);
+	bp->labp = xcalloc(n, sizeof *bp->labp);
+	for (i = 0; i < s->n; i++) {
+		perftools__profiles__sample__init(&bp->samp[i]);
+		bp->samp[i].n_location_id = s->v[i].n;
+		bp->samp[i].location_id = bp->locids + s->v[i].off;
+		bp->samp[i].n_value = v->ntypes;
+		bp->samp[i].value = (int64_t *)(uintptr_t)(v->vals +
+		    i * v->ntypes);
+		if (v->bytes != NULL) {
+			perftools__profiles__label__init(&bp->lab[i]);
+			bp->lab[i].key = build_str(&bp->strs, "bytes");
+			bp->lab[i].num = v->bytes[i];
+			bp->labp[i] = &bp->lab[i];
+			bp->samp[i].n_label = 1;
+			bp->samp[i].label = &bp->labp[i];
+		}
+		bp->sampp[i] = &bp->samp[i];
+	}
+}
+
+/* Assembles the Profile message, packs and gzips it (v NULL: CPU). */
 static int
 build_prof_pack(struct build_prof *bp, const struct build_window *w,
-    uint8_t **out, size_t *outlen, char **cause)
+    const struct build_values *v, uint8_t **out, size_t *outlen,
+    char **cause)
 {
 	Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
-	Perftools__Profiles__ValueType vt[3], *vtp[2];
+	Perftools__Profiles__ValueType vt[BUILD_MAX_TYPES + 1];
+	Perftools__Profiles__ValueType *vtp[BUILD_MAX_TYPES];
 	char comment[192];
 	int64_t comment_idx;
 	uint8_t *raw;
-	size_t i, rawlen;
+	size_t i, rawlen, nt = v != NULL ? v->ntypes : 2;
 	int ret;
 
-	for (i = 0; i < 3; i++)
+	for (i = 0; i <= BUILD_MAX_TYPES; i++)
 		perftools__profiles__value_type__init(&vt[i]);
-	vt[0].type = build_str(&bp->strs, "samples");
-	vt[0].unit = build_str(&bp->strs, "count");
-	vt[1].type = build_str(&bp->strs, "cpu");
-	vt[1].unit = build_str(&bp->strs, "nanoseconds");
-	vt[2] = vt[1];
-	vtp[0] = &vt[0];
-	vtp[1] = &vt[1];
-	snprintf(comment, sizeof comment, "profd-agent: %d Hz, %" PRIu64
-	    " samples dropped (ring full), %" PRIu64 " samples lost (threads "
-	    "blocking the signal)", w->hz, w->drops, w->lost);
+	if (v == NULL) {
+		vt[0].type = build_str(&bp->strs, "samples");
+		vt[0].unit = build_str(&bp->strs, "count");
+		vt[1].type = build_str(&bp->strs, "cpu");
+		vt[1].unit = build_str(&bp->strs, "nanoseconds");
+		vt[BUILD_MAX_TYPES] = vt[1];
+		snprintf(comment, sizeof comment, "profd-agent: %d Hz, %"
+		    PRIu64 " samples dropped (ring full), %" PRIu64 " samples "
+		    "lost (threads blocking the signal)", w->hz, w->drops,
+		    w->lost);
+	} else {
+		for (i = 0; i < nt; i++) {
+			vt[i].type = build_str(&bp->strs, v->types[i][0]);
+			vt[i].unit = build_str(&bp->strs, v->types[i][1]);
+		}
+		vt[BUILD_MAX_TYPES].type = build_str(&bp->strs,
+		    v->period_type[0]);
+		vt[BUILD_MAX_TYPES].unit = build_str(&bp->strs,
+		    v->period_type[1]);
+		snprintf(comment, sizeof comment, "%s", v->comment);
+	}
+	for (i = 0; i < nt; i++)
+		vtp[i] = &vt[i];
 	comment_idx = build_str(&bp->strs, comment);
 
-	p.n_sample_type = 2;
+	p.n_sample_type = nt;
 	p.sample_type = vtp;
 	p.n_sample = bp->s->n;
 	p.sample = bp->sampp;
@@ -697,11 +749,12 @@ build_prof_pack(struct build_prof *bp, const struct build_window *w,
 	p.string_table = (char **)(uintptr_t)bp->strs.v;
 	p.time_nanos = w->time_nanos;
 	p.duration_nanos = w->duration_nanos;
-	p.period_type = &vt[2];
-	p.period = 1000000000LL / w->hz;
+	p.period_type = &vt[BUILD_MAX_TYPES];
+	p.period = v != NULL ? v->period : 1000000000LL / w->hz;
 	p.n_comment = 1;
 	p.comment = &comment_idx;
-	p.default_sample_type = vt[1].type;
+	p.default_sample_type = v != NULL ? build_str(&bp->strs,
+	    v->default_type) : vt[1].type;
 
 	rawlen = perftools__profiles__profile__get_packed_size(&p);
 	raw = xmalloc(rawlen);
@@ -718,6 +771,8 @@ build_prof_free(struct build_prof *bp)
 	free(bp->samp);
 	free(bp->sampp);
 	free(bp->vals);
+	free(bp->lab);
+	free(bp->labp);
 	free(bp->loc);
 	free(bp->locp);
 	free(bp->line);
@@ -736,11 +791,11 @@ build_prof_free(struct build_prof *bp)
 	build_map_free(&bp->fnmap);
 }
 
-/* Builds, packs and gzips the profile of one window. */
-int
-build_profile(struct build *b, const struct stacks *s,
-    const struct build_window *w, uint8_t **out, size_t *outlen,
-    char **cause)
+/* Builds a profile: CPU samples (v NULL) or v's values. */
+static int
+build_any(struct build *b, const struct stacks *s,
+    const struct build_window *w, const struct build_values *v,
+    uint8_t **out, size_t *outlen, char **cause)
 {
 	struct build_prof bp;
 	int ret;
@@ -750,13 +805,37 @@ build_profile(struct build *b, const struct stacks *s,
 	memset(&bp, 0, sizeof bp);
 	bp.b = b;
 	bp.s = s;
+	bp.all_ra = v != NULL && v->return_addresses;
 	build_str(&bp.strs, "");
 	build_prof_locations(&bp);
 	build_prof_functions(&bp);
 	build_prof_mappings(&bp);
 	build_prof_messages(&bp);
-	build_prof_samples(&bp, w->hz);
-	ret = build_prof_pack(&bp, w, out, outlen, cause);
+	if (v == NULL)
+		build_prof_samples(&bp, w->hz);
+	else
+		build_prof_samples_values(&bp, v);
+	ret = build_prof_pack(&bp, w, v, out, outlen, cause);
 	build_prof_free(&bp);
 	return ret;
+}
+
+/* Builds, packs and gzips the profile of one window. */
+int
+build_profile(struct build *b, const struct stacks *s,
+    const struct build_window *w, uint8_t **out, size_t *outlen,
+    char **cause)
+{
+	return build_any(b, s, w, NULL, out, outlen, cause);
+}
+
+/* Builds, packs and gzips a profile of given values (see build.h). */
+int
+build_profile_values(struct build *b, const struct stacks *s,
+    const struct build_window *w, const struct build_values *v,
+    uint8_t **out, size_t *outlen, char **cause)
+{
+	if (v->ntypes == 0 || v->ntypes > BUILD_MAX_TYPES)
+		return xcause(cause, "%zu sample types", v->ntypes);
+	return build_any(b, s, w, v, out, outlen, cause);
 }

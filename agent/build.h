@@ -35,6 +35,31 @@ int		 build_profile(struct build *, const struct stacks *,
 		    const struct build_window *, uint8_t **out, size_t *outlen,
 		    char **cause);
 
+#define BUILD_MAX_TYPES	4
+
+/* A profile that is not CPU time: what its samples hold. */
+struct build_values {
+	size_t		 ntypes;		/* values per sample */
+	const char	*types[BUILD_MAX_TYPES][2];	/* type, unit */
+	const int64_t	*vals;			/* ntypes per stacks entry */
+	const int64_t	*bytes;			/* per entry: numeric label
+						   "bytes", or NULL */
+	const char	*period_type[2];
+	int64_t		 period;
+	const char	*default_type;
+	const char	*comment;
+	int		 return_addresses;	/* frame 0 is a return
+						   address too */
+};
+
+/*
+ * Builds a profile of v's values, one sample per stacks entry (entries
+ * need not be distinct stacks), as build_profile otherwise.
+ */
+int		 build_profile_values(struct build *, const struct stacks *,
+		    const struct build_window *, const struct build_values *,
+		    uint8_t **out, size_t *outlen, char **cause);
+
 /*
  * Repairs the stack of a sample taken in a leaf function that keeps no
  * frame pointer (compilers skip the frame of leaves that use no stack):

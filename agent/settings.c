@@ -181,6 +181,11 @@ static const struct settings_unit settings_millis[] = {
 	{ "ms", 1 }, { "s", 1000 }, { NULL, 0 }
 };
 
+static const struct settings_unit settings_bytes[] = {
+	{ "k", 1024 }, { "K", 1024 }, { "KiB", 1024 }, { "m", 1 << 20 },
+	{ "M", 1 << 20 }, { "MiB", 1 << 20 }, { NULL, 0 }
+};
+
 /*
  * Parses the integer variable name into *out (unset or empty: left as
  * is), within [lo, hi] once scaled by one of units (NULL: a bare number);
@@ -264,4 +269,13 @@ settings_from_env(struct profd_agent_config *out, char **cause)
 		return -1;
 	}
 	return 1;
+}
+
+/* PROFD_HEAP_RATE: the heap profiler's mean bytes between samples. */
+int
+settings_heap_rate(int *out, char **cause)
+{
+	*out = 0;
+	return settings_env_int("PROFD_HEAP_RATE", 1, 1 << 30, settings_bytes,
+	    "a size in bytes (or with k/m)", out, cause);
 }

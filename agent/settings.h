@@ -44,6 +44,12 @@ void	settings_clear(struct settings *s);
  */
 int	settings_from_env(struct profd_agent_config *out, char **cause);
 
+/*
+ * Reads PROFD_HEAP_RATE (bytes, or with k/m) into *out, 0 if unset;
+ * -1 on a bad value.
+ */
+int	settings_heap_rate(int *out, char **cause);
+
 /* Parses a real-time signal: RTMIN+n, RTMAX-n (SIG prefix optional) or
  * a number in SIGRTMIN..SIGRTMAX. */
 int	settings_parse_signal(const char *s, int *out, char **cause);

@@ -102,6 +102,8 @@ static uint64_t			 unwind_free_ns = UNWIND_FREE_NS;
 static unsigned			 unwind_pct = UNWIND_BUDGET_PCT;
 static uint64_t			 unwind_deferred;	/* over budget */
 static pthread_once_t		 unwind_once = PTHREAD_ONCE_INIT;
+/* Serializes refreshes: the agent thread's and heap samples' walks. */
+static pthread_mutex_t		 unwind_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Readable memory: [lo, hi). */
 struct unwind_range {
@@ -117,6 +119,9 @@ struct unwind_range {
  */
 static __thread struct unwind_range unwind_proven
     __attribute__((tls_model("initial-exec")));
+
+/* Set by a walk that met a mapping whose table is not loaded. */
+static __thread int unwind_hit_lazy __attribute__((tls_model("initial-exec")));
 
 /* One walk's view of readable memory. */
 struct unwind_mem {
@@ -344,6 +349,8 @@ unwind_walk_space(struct unwind_space *s, struct unwind_mem *mem,
 		    memory_order_relaxed) == 0)
 			atomic_store_explicit(&m->miss, 1,
 			    memory_order_relaxed);
+		if (m->lazy)
+			unwind_hit_lazy = 1;
 		rc = -1;
 		prev = f.sp;
 #if defined(__x86_64__)
@@ -409,6 +416,28 @@ unwind_walk(const struct unwind_regs *regs, uintptr_t *pcs, uint32_t max,
 #endif
 	unwind_proven = mem.keep;
 	return n;
+}
+
+/* Fork: no refresh is half done in either process. */
+static void
+unwind_atfork_prepare(void)
+{
+	pthread_mutex_lock(&unwind_lock);
+}
+
+/* Fork, parent and child: release. */
+static void
+unwind_atfork_done(void)
+{
+	pthread_mutex_unlock(&unwind_lock);
+}
+
+/* Registers the fork handlers of the refresh lock (see unwind.h). */
+void
+unwind_atfork_register(void)
+{
+	pthread_atfork(unwind_atfork_prepare, unwind_atfork_done,
+	    unwind_atfork_done);
 }
 
 /* Fork child: no handler of the parent's other threads runs here. */
@@ -620,17 +649,46 @@ unwind_maps_equal(const struct maps *a, const struct maps *b)
 	return 1;
 }
 
+static int	unwind_refresh_locked(void);
+
+/* Publishes a snapshot of unwind_maps as it is now. */
+static void
+unwind_publish(void)
+{
+	struct unwind_space *cur, *s;
+
+	s = unwind_space_new();
+	cur = atomic_exchange(&unwind_current, s);
+	unwind_snapshots++;
+	if (cur != NULL) {
+		cur->next = unwind_retired;
+		unwind_retired = cur;
+	}
+}
+
 /* Publishes, reloads and reclaims (see unwind.h). */
 int
 unwind_refresh(void)
 {
-	struct unwind_space *cur, *s;
+	int publish;
+
+	pthread_once(&unwind_once, unwind_hooks_once);
+	pthread_mutex_lock(&unwind_lock);
+	publish = unwind_refresh_locked();
+	pthread_mutex_unlock(&unwind_lock);
+	return publish;
+}
+
+/* unwind_refresh with the lock held. */
+static int
+unwind_refresh_locked(void)
+{
+	struct unwind_space *cur;
 	struct timespec now;
 	struct maps fresh;
 	uint64_t misses;
 	int publish = 0, reread;
 
-	pthread_once(&unwind_once, unwind_hooks_once);
 	cur = atomic_load(&unwind_current);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	misses = atomic_load(&unwind_misses);
@@ -649,17 +707,37 @@ unwind_refresh(void)
 	if (cur != NULL && !atomic_load(&unwind_exiting) &&
 	    unwind_load_wanted(cur) > 0)
 		publish = 1;
-	if (publish) {
-		s = unwind_space_new();
-		cur = atomic_exchange(&unwind_current, s);
-		unwind_snapshots++;
-		if (cur != NULL) {
-			cur->next = unwind_retired;
-			unwind_retired = cur;
-		}
-	}
+	if (publish)
+		unwind_publish();
 	unwind_reclaim();
 	return publish;
+}
+
+/* A walk that loads what it needs first (see unwind.h). */
+uint32_t
+unwind_walk_now(const struct unwind_regs *regs, uintptr_t *pcs, uint32_t max)
+{
+	uint64_t misses;
+	uintptr_t link;
+	uint32_t n;
+	int tries, publish;
+
+	for (tries = 0;; tries++) {
+		unwind_hit_lazy = 0;
+		misses = atomic_load(&unwind_misses);
+		n = unwind_walk(regs, pcs, max, &link);
+		if (tries == 4 || (!unwind_hit_lazy &&
+		    atomic_load(&unwind_misses) == misses &&
+		    atomic_load(&unwind_current) != NULL))
+			return n;
+		pthread_once(&unwind_once, unwind_hooks_once);
+		pthread_mutex_lock(&unwind_lock);
+		publish = unwind_refresh_locked();
+		pthread_mutex_unlock(&unwind_lock);
+		/* Nothing new to walk with: this is as far as it goes. */
+		if (!publish)
+			return n;
+	}
 }
 
 /* Sets the parsing budget (tests; agent thread). */

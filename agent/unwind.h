@@ -38,6 +38,24 @@ uint32_t	unwind_walk(const struct unwind_regs *, uintptr_t *pcs,
  */
 int		unwind_refresh(void);
 
+/*
+ * unwind_walk for the heap profiler, in the allocating thread (not a
+ * signal handler): when the walk meets a mapping whose table is not
+ * loaded, or a pc in no known mapping, the tables and maps are brought up
+ * to date (as the agent thread's refresh does, under the same lock) and
+ * the walk is taken again, so a stack, taken once, is whole. The parsing
+ * budget applies (unwind_set_budget).
+ */
+uint32_t	unwind_walk_now(const struct unwind_regs *, uintptr_t *pcs,
+		    uint32_t max);
+
+/*
+ * Registers fork handlers that hold the refresh lock across fork (a heap
+ * sample may refresh in any thread): before any handler that allocates
+ * in the child.
+ */
+void		unwind_atfork_register(void);
+
 struct unwind_stats {
 	uint64_t	snapshots;	/* published so far */
 	uint64_t	retired;	/* waiting to be freed */

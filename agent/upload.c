@@ -57,6 +57,7 @@
 struct upload_item {
 	uint8_t			*data;
 	size_t			 len;
+	char			*target;	/* NULL: upload.target */
 	TAILQ_ENTRY(upload_item) entry;
 };
 
@@ -65,6 +66,8 @@ struct upload {
 	char				*port;
 	char				*hostport;	/* Host header */
 	char				*target;	/* path?query */
+	char				*base;		/* target up to service */
+	char				*elab;		/* escaped labels, or NULL */
 	char				*auth;		/* "Bearer ..." */
 	TAILQ_HEAD(, upload_item)	 queue;
 	size_t				 queued;
@@ -181,6 +184,7 @@ upload_pop(struct upload *u)
 	TAILQ_REMOVE(&u->queue, it, entry);
 	u->queued--;
 	free(it->data);
+	free(it->target);
 	free(it);
 }
 
@@ -404,7 +408,7 @@ upload_exchange(struct upload *u, const struct upload_item *it, char *msg,
 	    "User-Agent: libprofd-agent/" PACKAGE_VERSION "\r\n"
 	    "Content-Type: application/octet-stream\r\n"
 	    "Content-Length: %zu\r\nConnection: close\r\n%s%s%s\r\n",
-	    u->target, u->hostport, it->len,
+	    it->target != NULL ? it->target : u->target, u->hostport, it->len,
 	    u->auth != NULL ? "Authorization: " : "",
 	    u->auth != NULL ? u->auth : "", u->auth != NULL ? "\r\n" : "");
 	iov[0].iov_base = head;
@@ -576,11 +580,13 @@ upload_new(const char *url, const char *service, const char *labels,
 	esvc = upload_escape(service);
 	if (labels != NULL && *labels != '\0')
 		elab = upload_escape_labels(labels);
-	u->target = xasprintf("%.*s/api/0/profiles?service=%s&type=cpu%s%s",
-	    (int)plen, path, esvc, elab ? "&labels=" : "", elab ? elab : "");
+	u->base = xasprintf("%.*s/api/0/profiles?service=%s", (int)plen,
+	    path, esvc);
+	u->target = xasprintf("%s&type=cpu%s%s", u->base, elab ? "&labels=" :
+	    "", elab ? elab : "");
+	u->elab = elab;
 	free(path);
 	free(esvc);
-	free(elab);
 	if (token != NULL && *token != '\0')
 		u->auth = xasprintf("Bearer %s", token);
 	TAILQ_INIT(&u->queue);
@@ -605,7 +611,16 @@ upload_set_hook(struct upload *u, upload_hook_cb hook, void *arg)
 void
 upload_push(struct upload *u, uint8_t *data, size_t len)
 {
+	upload_push_as(u, data, len, NULL, NULL);
+}
+
+/* Queues a profile of another type, with one more label (see upload.h). */
+void
+upload_push_as(struct upload *u, uint8_t *data, size_t len,
+    const char *type, const char *label)
+{
 	struct upload_item *it;
+	char *el = NULL;
 
 	if (u->queued >= u->queue_max) {
 		upload_pop(u);
@@ -614,6 +629,16 @@ upload_push(struct upload *u, uint8_t *data, size_t len)
 	it = xcalloc(1, sizeof *it);
 	it->data = data;
 	it->len = len;
+	if (type != NULL) {
+		if (label != NULL)
+			el = upload_escape_labels(label);
+		it->target = xasprintf("%s&type=%s%s%s%s%s", u->base, type,
+		    u->elab != NULL || el != NULL ? "&labels=" : "",
+		    u->elab != NULL ? u->elab : "",
+		    u->elab != NULL && el != NULL ? "," : "",
+		    el != NULL ? el : "");
+		free(el);
+	}
 	TAILQ_INSERT_TAIL(&u->queue, it, entry);
 	u->queued++;
 }
@@ -691,6 +716,8 @@ upload_free(struct upload *u)
 	free(u->port);
 	free(u->hostport);
 	free(u->target);
+	free(u->base);
+	free(u->elab);
 	free(u->auth);
 	free(u);
 }

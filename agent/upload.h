@@ -41,6 +41,12 @@ void		 upload_set_hook(struct upload *, upload_hook_cb, void *arg);
 /* Queues a gzipped profile (takes ownership of data). */
 void		 upload_push(struct upload *, uint8_t *data, size_t len);
 /*
+ * The same for a profile of type (e.g. "heap"; NULL: cpu) with one more
+ * label ("k=v", or NULL) after the agent's own.
+ */
+void		 upload_push_as(struct upload *, uint8_t *data, size_t len,
+		    const char *type, const char *label);
+/*
  * Sends the queued profiles whose retry time has come, each in one
  * blocking exchange of at most 10 s. Returns the ms until the next retry
  * is due, or -1 when nothing waits.

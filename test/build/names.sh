@@ -9,7 +9,9 @@
 #    function, so nothing the source scan misses (functions a macro
 #    defines) gets by. (File-local variables are not checked.)
 # Exceptions, by file: common/xmalloc.c (the x* allocation wrappers),
-# agent/agent.c (the public profd_agent_* beside agent_*), agent/exec.c
+# agent/agent.c (the public profd_agent_* beside agent_*), agent/heap.c
+# (the profd_agent_heap_* libprofd-heap calls), agent/heapwrap.c (the
+# allocation functions and C++ operators it interposes), agent/exec.c
 # (the exec family it interposes), collector/http/evhooks.c (the two
 # libevent functions it interposes), collector/main.c (main).
 . "${top_srcdir:-.}/test/lib/e2e.sh"
@@ -24,6 +26,13 @@ prefix_ok() {
 	case "$f:$n" in
 	common/xmalloc.c:x*) return 0 ;;
 	agent/agent.c:profd_agent_*) return 0 ;;
+	agent/heap.c:profd_agent_heap_*) return 0 ;;
+	agent/heapwrap.c:malloc|agent/heapwrap.c:free|agent/heapwrap.c:calloc|\
+	agent/heapwrap.c:realloc|agent/heapwrap.c:memalign|\
+	agent/heapwrap.c:aligned_alloc|agent/heapwrap.c:posix_memalign|\
+	agent/heapwrap.c:valloc|agent/heapwrap.c:pvalloc|\
+	agent/heapwrap.c:malloc_usable_size|agent/heapwrap.c:_Zn[wa]m*|\
+	agent/heapwrap.c:_Zd[la]Pv*) return 0 ;;
 	agent/exec.c:exec_*|agent/exec.c:execve|agent/exec.c:execv|\
 	agent/exec.c:execvp|agent/exec.c:execvpe|agent/exec.c:execl|\
 	agent/exec.c:execlp|agent/exec.c:execle|agent/exec.c:fexecve|\

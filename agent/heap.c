@@ -1,0 +1,572 @@
+/*
+ * Heap sampling tables, filled from inside malloc (agent/heapwrap.c).
+ *
+ * Allocations are sampled by bytes, as tcmalloc and Go do: each thread
+ * counts down a distance drawn from an exponential distribution of mean
+ * `rate` (512 KiB), and the allocation that crosses it is sampled, so a
+ * block of s bytes is sampled with probability 1 - exp(-s / rate) and
+ * profiles scale it back up by the inverse (agent/heapprof.c). A sample
+ * walks its caller's stack with the CPU profiler's unwinder
+ * (agent/unwind.c, from registers read right here) and counts one
+ * allocation in its bucket: a (stack, size) pair with cumulative
+ * allocation and free counts, as Go's runtime keeps its memory profile.
+ * The block goes into the live table (address -> bucket) so its free is
+ * counted. libprofd-heap tags sampled blocks, so an unsampled free
+ * (nearly all) never gets here.
+ *
+ * Memory: stacks, frames and buckets are append-only arrays in anonymous
+ * mappings reserved once (MAP_NORESERVE, touched in order as they fill);
+ * their hash indexes and the live table are mappings doubled (and
+ * rehashed) past half full, so what is resident follows what is used.
+ * HEAP_MAX_* bound them all (about 60 MiB at most); nothing here calls
+ * malloc. Past a bound a sample is dropped and counted.
+ *
+ * Concurrency: one mutex over the tables, taken only by sampled
+ * allocations, frees of sampled blocks and the agent thread's
+ * snapshot; fork holds it across (pthread_atfork). A thread-local guard
+ * makes calls nested in a sample (a signal handler that allocates, the
+ * unwinder's first use of something) go by unrecorded, so nothing here
+ * deadlocks on itself; a sampled block freed in such a nested call stays
+ * counted as live.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/heap.h"
+#include "agent/unwind.h"
+#include "common/xmalloc.h"
+
+#define HEAP_SKIP_SELF	1		/* this file's own frame */
+
+/* A bucket: key (stack, size), counts. 32 bytes. */
+struct heap_slot {
+	uint64_t	size;
+	uint32_t	stack;		/* stack index */
+	uint32_t	pad;
+	uint64_t	allocs;
+	uint64_t	frees;
+};
+
+/* A stack: n frames at off in heap_pcs. */
+struct heap_stackslot {
+	uint64_t	hash;
+	uint32_t	off;
+	uint32_t	n;
+};
+
+/* A live sampled block. */
+struct heap_live {
+	uintptr_t	ptr;		/* 0: empty */
+	uint32_t	bucket;		/* index into heap_buckets */
+	uint32_t	pad;
+};
+
+/*
+ * A hash index over an append-only array: slots hold index + 1 (0:
+ * empty), cap a power of two, doubled past half full.
+ */
+struct heap_index {
+	uint32_t	*slot;
+	size_t		 cap;
+};
+
+/* The hash of an index's key k (a stack or bucket index). */
+typedef uint64_t heap_key_fn(size_t k);
+
+static int	heap_index_grow(struct heap_index *, heap_key_fn *,
+		    const size_t *);
+
+#define HEAP_INDEX_MIN	1024
+#define HEAP_LIVE_MIN	4096
+#define HEAP_LIVE_SLOTS_MAX	(1 << 21)	/* >= 2 HEAP_MAX_LIVE */
+
+static pthread_mutex_t		 heap_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int		 heap_on;
+static int			 heap_armed;	/* the agent runs */
+static int64_t			 heap_mean = HEAP_DEFAULT_RATE;
+static struct heap_slot		*heap_buckets;	/* append-only */
+static size_t			 heap_nbuckets;
+static struct heap_index	 heap_bucket_index;
+static struct heap_stackslot	*heap_stacks;	/* append-only */
+static size_t			 heap_nstacks;
+static struct heap_index	 heap_stack_index;
+static uintptr_t		*heap_pcs;	/* append-only */
+static size_t			 heap_npcs;
+static struct heap_live		*heap_live;	/* open addressing */
+static size_t			 heap_live_cap;
+static size_t			 heap_nlive;
+static uint64_t			 heap_dropped;
+
+static __thread int heap_busy __attribute__((tls_model("initial-exec")));
+static __thread uint64_t heap_rng __attribute__((tls_model("initial-exec")));
+
+/* Called by the agent when it starts: heap profiling may begin. */
+void
+heap_arm(int64_t rate)
+{
+	heap_armed = 1;
+	if (rate > 0)
+		heap_mean = rate;
+}
+
+/* The calling thread's allocations are never sampled (the agent's own). */
+void
+heap_exclude_thread(void)
+{
+	heap_busy = 1;
+}
+
+/* Whether the tables are in use. */
+int
+heap_enabled(void)
+{
+	return atomic_load_explicit(&heap_on, memory_order_acquire);
+}
+
+/* The mean sampling distance. */
+int64_t
+heap_rate(void)
+{
+	return heap_mean;
+}
+
+/* 64-bit mix (splitmix64's finalizer). */
+static uint64_t
+heap_mix(uint64_t k)
+{
+	k ^= k >> 30;
+	k *= 0xbf58476d1ce4e5b9ULL;
+	k ^= k >> 27;
+	k *= 0x94d049bb133111ebULL;
+	k ^= k >> 31;
+	return k;
+}
+
+/*
+ * The next sampling distance: exponential of mean heap_mean, as Go's
+ * fastexprand (a 26-bit uniform q, -ln(q / 2^26) * mean + 1).
+ */
+static int64_t
+heap_next(void)
+{
+	uint64_t q;
+	double x;
+
+	if (heap_rng == 0) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		heap_rng = heap_mix((uint64_t)ts.tv_nsec ^
+		    ((uint64_t)(uintptr_t)&heap_rng << 16) ^
+		    (uint64_t)gettid()) | 1;
+	}
+	heap_rng ^= heap_rng >> 12;
+	heap_rng ^= heap_rng << 25;
+	heap_rng ^= heap_rng >> 27;
+	q = ((heap_rng * 2685821657736338717ULL) >> 38) + 1;	/* 1..2^26 */
+	x = -log((double)q / (double)(1 << 26)) * (double)heap_mean + 1;
+	if (x > (double)(INT64_C(1) << 40))
+		x = (double)(INT64_C(1) << 40);
+	return (int64_t)x;
+}
+
+/* Reserves n bytes of zeroed address space, or NULL. */
+static void *
+heap_reserve(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Fork: the tables are consistent in both processes. */
+static void
+heap_atfork_prepare(void)
+{
+	pthread_mutex_lock(&heap_lock);
+}
+
+/* Fork, parent and child: release. */
+static void
+heap_atfork_done(void)
+{
+	pthread_mutex_unlock(&heap_lock);
+}
+
+/* Registers the fork handlers of the tables' lock (see heap.h). */
+void
+heap_atfork_register(void)
+{
+	unwind_atfork_register();
+	pthread_atfork(heap_atfork_prepare, heap_atfork_done,
+	    heap_atfork_done);
+}
+
+/* Starts sampling if the agent runs (see heap.h). */
+int64_t
+profd_agent_heap_start(void)
+{
+	if (!heap_armed || heap_enabled())
+		return heap_enabled() ? heap_mean : 0;
+	heap_busy = 1;
+	/* Reserved once, touched as they fill (no allocation in malloc). */
+	heap_buckets = heap_reserve(HEAP_MAX_BUCKETS * sizeof *heap_buckets);
+	heap_stacks = heap_reserve(HEAP_MAX_STACKS * sizeof *heap_stacks);
+	heap_pcs = heap_reserve(HEAP_MAX_PCS * sizeof *heap_pcs);
+	heap_live_cap = HEAP_LIVE_MIN;
+	heap_live = heap_reserve(heap_live_cap * sizeof *heap_live);
+	if (heap_buckets == NULL || heap_stacks == NULL || heap_pcs == NULL ||
+	    heap_live == NULL || heap_index_grow(&heap_bucket_index, NULL,
+	    NULL) != 0 || heap_index_grow(&heap_stack_index, NULL, NULL) != 0) {
+		heap_busy = 0;
+		return 0;
+	}
+	/*
+	 * Stacks are taken once, at the allocation, by walks that load the
+	 * tables they need (unwind_walk_now): no budget holds those back.
+	 */
+	unwind_set_budget(UINT64_MAX / 4, 0);
+	atomic_store_explicit(&heap_on, 1, memory_order_release);
+	heap_busy = 0;
+	return heap_mean;
+}
+
+/* A stack's hash, as stored. */
+static uint64_t
+heap_stack_key(size_t k)
+{
+	return heap_stacks[k].hash;
+}
+
+/* A bucket's hash. */
+static uint64_t
+heap_bucket_key(size_t k)
+{
+	return heap_mix(((uint64_t)heap_buckets[k].stack << 40) ^
+	    heap_buckets[k].size);
+}
+
+/*
+ * Doubles index x (or makes its first HEAP_INDEX_MIN slots when it has
+ * none) and re-inserts the n entries keyed by key. -1 if mmap fails.
+ */
+static int
+heap_index_grow(struct heap_index *x, heap_key_fn *key, const size_t *n)
+{
+	size_t cap = x->cap ? 2 * x->cap : HEAP_INDEX_MIN, k, i;
+	uint32_t *slot = heap_reserve(cap * sizeof *slot);
+
+	if (slot == NULL)
+		return -1;
+	for (k = 0; n != NULL && k < *n; k++) {
+		for (i = key(k) & (cap - 1); slot[i] != 0; i = (i + 1) &
+		    (cap - 1))
+			;
+		slot[i] = (uint32_t)k + 1;
+	}
+	if (x->slot != NULL)
+		munmap(x->slot, x->cap * sizeof *x->slot);
+	x->slot = slot;
+	x->cap = cap;
+	return 0;
+}
+
+/* The stack's index (order of first use), inserted if new; -1 if full. */
+static int64_t
+heap_stack_find(const uintptr_t *pcs, uint32_t n)
+{
+	struct heap_index *x = &heap_stack_index;
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+	struct heap_stackslot *s;
+	size_t i, j;
+
+	for (j = 0; j < n; j++)
+		h = heap_mix(h ^ pcs[j]);
+	for (i = h & (x->cap - 1); x->slot[i] != 0; i = (i + 1) &
+	    (x->cap - 1)) {
+		s = &heap_stacks[x->slot[i] - 1];
+		if (s->hash == h && s->n == n &&
+		    memcmp(&heap_pcs[s->off], pcs, n * sizeof *pcs) == 0)
+			return x->slot[i] - 1;
+	}
+	if (heap_nstacks >= HEAP_MAX_STACKS || heap_npcs + n > HEAP_MAX_PCS)
+		return -1;
+	s = &heap_stacks[heap_nstacks];
+	memcpy(&heap_pcs[heap_npcs], pcs, n * sizeof *pcs);
+	s->hash = h;
+	s->off = (uint32_t)heap_npcs;
+	s->n = n;
+	heap_npcs += n;
+	x->slot[i] = (uint32_t)++heap_nstacks;
+	if (2 * heap_nstacks > x->cap)
+		heap_index_grow(x, heap_stack_key, &heap_nstacks);
+	return (int64_t)heap_nstacks - 1;
+}
+
+/* The bucket of (stack index, size), inserted if new; -1 when full. */
+static int64_t
+heap_bucket_find(uint32_t stack, uint64_t size)
+{
+	struct heap_index *x = &heap_bucket_index;
+	struct heap_slot *b;
+	size_t i;
+
+	for (i = heap_mix(((uint64_t)stack << 40) ^ size) & (x->cap - 1);
+	    x->slot[i] != 0; i = (i + 1) & (x->cap - 1)) {
+		b = &heap_buckets[x->slot[i] - 1];
+		if (b->stack == stack && b->size == size)
+			return x->slot[i] - 1;
+	}
+	if (heap_nbuckets >= HEAP_MAX_BUCKETS)
+		return -1;
+	b = &heap_buckets[heap_nbuckets];
+	b->stack = stack;
+	b->size = size;
+	x->slot[i] = (uint32_t)++heap_nbuckets;
+	if (2 * heap_nbuckets > x->cap)
+		heap_index_grow(x, heap_bucket_key, &heap_nbuckets);
+	return (int64_t)heap_nbuckets - 1;
+}
+
+/* The live slot of ptr, or of the empty slot where it would go. */
+static size_t
+heap_live_slot(uintptr_t ptr)
+{
+	size_t i, mask = heap_live_cap - 1;
+
+	for (i = heap_mix(ptr) & mask;
+	    heap_live[i].ptr != 0 && heap_live[i].ptr != ptr;
+	    i = (i + 1) & mask)
+		;
+	return i;
+}
+
+/* Doubles the live table; -1 if it cannot grow. */
+static int
+heap_live_grow(void)
+{
+	struct heap_live *old = heap_live;
+	size_t oldcap = heap_live_cap, i, j;
+
+	if (2 * oldcap > HEAP_LIVE_SLOTS_MAX ||
+	    (heap_live = heap_reserve(2 * oldcap * sizeof *heap_live)) ==
+	    NULL) {
+		heap_live = old;
+		return -1;
+	}
+	heap_live_cap = 2 * oldcap;
+	for (i = 0; i < oldcap; i++) {
+		if (old[i].ptr == 0)
+			continue;
+		j = heap_live_slot(old[i].ptr);
+		heap_live[j] = old[i];
+	}
+	munmap(old, oldcap * sizeof *old);
+	return 0;
+}
+
+/* Removes live slot i, shifting later entries of its run back. */
+static void
+heap_live_remove(size_t i)
+{
+	size_t j = i, home;
+
+	for (;;) {
+		heap_live[i].ptr = 0;
+		for (;;) {
+			j = (j + 1) & (heap_live_cap - 1);
+			if (heap_live[j].ptr == 0)
+				return;
+			home = heap_mix(heap_live[j].ptr) &
+			    (heap_live_cap - 1);
+			/* j may move to i unless its home lies in (i, j]. */
+			if (i <= j ? (home <= i || home > j) :
+			    (home <= i && home > j))
+				break;
+		}
+		heap_live[i] = heap_live[j];
+		i = j;
+	}
+}
+
+/* Records one sample under the lock; 1 if ptr went into the live table. */
+static int
+heap_insert(uintptr_t ptr, uint64_t size, const uintptr_t *pcs, uint32_t n)
+{
+	int64_t st, bk;
+	size_t i;
+
+	if ((st = heap_stack_find(pcs, n)) < 0 ||
+	    (bk = heap_bucket_find((uint32_t)st, size)) < 0) {
+		heap_dropped++;
+		return 0;
+	}
+	heap_buckets[bk].allocs++;
+	if (2 * (heap_nlive + 1) > heap_live_cap)
+		heap_live_grow();
+	i = heap_live_slot(ptr);
+	if (heap_live[i].ptr == ptr) {
+		/* Freed where we could not see it: it is not live. */
+		heap_buckets[heap_live[i].bucket].frees++;
+	} else if (heap_nlive >= HEAP_MAX_LIVE ||
+	    2 * (heap_nlive + 1) > heap_live_cap) {
+		/* Counted as allocated, never as live. */
+		heap_buckets[bk].frees++;
+		heap_dropped++;
+		return 0;
+	} else
+		heap_nlive++;
+	heap_live[i].ptr = ptr;
+	heap_live[i].bucket = (uint32_t)bk;
+	return 1;
+}
+
+/*
+ * The caller's registers, read where this inline function is expanded
+ * (x86-64: rip, rsp, rbp exactly, so the walk starts with call-frame
+ * information; elsewhere a frame-pointer start).
+ */
+static inline __attribute__((always_inline)) void
+heap_regs(struct unwind_regs *r)
+{
+#if defined(__x86_64__)
+	uintptr_t pc, sp, fp;
+
+	__asm__ volatile("leaq 0(%%rip), %0\n\tmovq %%rsp, %1\n\t"
+	    "movq %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(fp));
+	r->pc = pc;
+	r->sp = sp;
+	r->fp = fp;
+#else
+	r->pc = (uintptr_t)__builtin_return_address(0);
+	r->fp = (uintptr_t)__builtin_frame_address(1);
+	r->sp = (uintptr_t)__builtin_frame_address(0);
+#endif
+}
+
+/* A sampled allocation (see heap.h). */
+__attribute__((noinline)) int64_t
+profd_agent_heap_alloc(void *ptr, size_t size, unsigned skip)
+{
+	uintptr_t pcs[HEAP_MAX_FRAMES + 8];
+	struct unwind_regs regs;
+	uint32_t n;
+	int64_t next;
+
+	if (heap_busy)
+		return heap_mean;
+	heap_busy = 1;
+	next = heap_next();
+	if (ptr != NULL && heap_enabled()) {
+		heap_regs(&regs);
+		skip += HEAP_SKIP_SELF;
+		n = unwind_walk_now(&regs, pcs, HEAP_MAX_FRAMES + skip);
+		if (n <= skip) {
+			pcs[skip] = 0;	/* no frame: an unknown caller */
+			n = skip + 1;
+		}
+		pthread_mutex_lock(&heap_lock);
+		heap_insert((uintptr_t)ptr, size, pcs + skip, n - skip);
+		pthread_mutex_unlock(&heap_lock);
+	}
+	heap_busy = 0;
+	return next;
+}
+
+/* A free of a block that may be sampled (see heap.h). */
+int
+profd_agent_heap_free(void *ptr)
+{
+	size_t i;
+	int found = 0;
+
+	if (heap_busy || !heap_enabled())
+		return 0;
+	heap_busy = 1;
+	pthread_mutex_lock(&heap_lock);
+	i = heap_live_slot((uintptr_t)ptr);
+	if (heap_live[i].ptr == (uintptr_t)ptr) {
+		heap_buckets[heap_live[i].bucket].frees++;
+		heap_live_remove(i);
+		heap_nlive--;
+		found = 1;
+	}
+	pthread_mutex_unlock(&heap_lock);
+	heap_busy = 0;
+	return found;
+}
+
+/* Copies the tables (agent thread; see heap.h). */
+void
+heap_snapshot(struct heap_snapshot *out)
+{
+	size_t nb, ns, np, i;
+	int was = heap_busy;
+
+	memset(out, 0, sizeof *out);
+	out->rate = heap_mean;
+	if (!heap_enabled())
+		return;
+	/*
+	 * Room first (with headroom: the tables grow meanwhile), then copy
+	 * under the lock if it fits; nothing is allocated with it held.
+	 */
+	for (;;) {
+		pthread_mutex_lock(&heap_lock);
+		nb = heap_nbuckets + heap_nbuckets / 2 + 1024;
+		ns = heap_nstacks + heap_nstacks / 2 + 256;
+		np = heap_npcs + heap_npcs / 2 + 8192;
+		pthread_mutex_unlock(&heap_lock);
+		out->buckets = xcalloc(nb, sizeof *out->buckets);
+		out->stacks = xcalloc(ns, sizeof *out->stacks);
+		out->pcs = xcalloc(np, sizeof *out->pcs);
+		heap_busy = 1;
+		pthread_mutex_lock(&heap_lock);
+		if (heap_nbuckets <= nb && heap_nstacks <= ns &&
+		    heap_npcs <= np)
+			break;
+		pthread_mutex_unlock(&heap_lock);
+		heap_busy = was;
+		heap_snapshot_free(out);
+		out->rate = heap_mean;
+	}
+	nb = heap_nbuckets;
+	ns = heap_nstacks;
+	np = heap_npcs;
+	/* Stacks and buckets in order of first use. */
+	memcpy(out->pcs, heap_pcs, np * sizeof *out->pcs);
+	out->npcs = np;
+	for (i = 0; i < ns; i++) {
+		out->stacks[i].off = heap_stacks[i].off;
+		out->stacks[i].n = heap_stacks[i].n;
+	}
+	out->nstacks = ns;
+	for (i = 0; i < nb; i++) {
+		out->buckets[i].stack = heap_buckets[i].stack;
+		out->buckets[i].size = heap_buckets[i].size;
+		out->buckets[i].allocs = heap_buckets[i].allocs;
+		out->buckets[i].frees = heap_buckets[i].frees;
+	}
+	out->nbuckets = nb;
+	out->dropped = heap_dropped;
+	pthread_mutex_unlock(&heap_lock);
+	heap_busy = was;
+}
+
+/* Frees a snapshot's arrays. */
+void
+heap_snapshot_free(struct heap_snapshot *s)
+{
+	free(s->buckets);
+	free(s->stacks);
+	free(s->pcs);
+	memset(s, 0, sizeof *s);
+}
