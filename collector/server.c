@@ -1,10 +1,11 @@
 /*
  * The server: binds the listening socket and shuts down cleanly. On SIGTERM
- * or SIGINT it tells systemd STOPPING=1, stops accepting, has the router
- * answer new requests on open connections with 503, waits for jobs in
- * flight and replies being written (up to the request timeout), and only
- * then frees evhttp, the pools and the store. READY=1 goes out from inside
- * the running loop, so whoever waits for it finds the port answering.
+ * or SIGINT it tells systemd STOPPING=1, stops accepting, answers agents'
+ * held polls 503 (api_pacing), has the router answer new requests on open
+ * connections with 503, waits for jobs in flight and replies being written
+ * (up to the request timeout), and only then frees evhttp, the pools and
+ * the store. READY=1 goes out from inside the running loop, so whoever
+ * waits for it finds the port answering.
  */
 #include <arpa/inet.h>
 #include <errno.h>
