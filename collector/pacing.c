@@ -548,8 +548,10 @@ pacing_poll(struct pacing *p, const struct pacing_request *r, void *ctx,
 	s = pacing_service_find(p, r->service);
 	if (s != NULL)
 		in = pacing_instance_find(p, s, r->instance);
-	if (in == NULL && (size_t)p->stats.instances >= p->max_instances)
-		pacing_sweep(p, now);
+	if (in == NULL && (size_t)p->stats.instances >= p->max_instances) {
+		pacing_sweep(p, now);	/* it may free s */
+		s = pacing_service_find(p, r->service);
+	}
 	if (types == 0 || (in == NULL &&
 	    (size_t)p->stats.instances >= p->max_instances) ||
 	    (size_t)p->stats.streams + pacing_streams_needed(s, types) >

@@ -273,6 +273,21 @@ api_pacing_types(const char *list, unsigned *mask, char **cause)
 	}
 }
 
+/* Reads an optional parameter: 1 and *v, or 0 (absent or empty), -1. */
+static int
+api_pacing_get(const struct params *p, const char *key, char **v,
+    char **cause)
+{
+	int rc = params_get(p, key, v, cause);
+
+	if (rc == 1 && **v == '\0') {
+		free(*v);
+		*v = NULL;
+		rc = 0;
+	}
+	return rc;
+}
+
 /* Reads an optional integer parameter within min..max (else dflt). */
 static int
 api_pacing_int(const struct params *p, const char *key, int64_t min,
@@ -282,7 +297,7 @@ api_pacing_int(const struct params *p, const char *key, int64_t min,
 	int rc;
 
 	*out = dflt;
-	if ((rc = params_get(p, key, &v, cause)) <= 0)
+	if ((rc = api_pacing_get(p, key, &v, cause)) <= 0)
 		return rc;
 	rc = parse_int(v, min, max, out, &why);
 	if (rc < 0) {
@@ -301,7 +316,7 @@ api_pacing_slot(const struct params *p, struct pacing_request *r,
 	char *v = NULL, *end;
 	int rc;
 
-	if ((rc = params_get(p, "slot", &v, cause)) <= 0)
+	if ((rc = api_pacing_get(p, "slot", &v, cause)) <= 0)
 		return rc;
 	errno = 0;
 	r->slot = strtoull(v, &end, 10);

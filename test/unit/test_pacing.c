@@ -564,6 +564,17 @@ test_pacing_limits(void)
 	ok(test_pacing_poll(p, &t[3], "l", "d", CPU, 1, 30) != PACING_FULL,
 	    "limits: room again once the others are forgotten");
 	pacing_free(p);
+	/* Full, a poll sweeps out its own service's last instance (and the
+	 * service): what it looked up before must not be used after. */
+	p = test_pacing_new(60, 1, 0);
+	test_pacing_poll(p, &t[0], "only", "a", CPU, 1, 30);
+	test_pacing_advance(p, 5 * S);		/* its window is over */
+	test_pacing_clock += 11 * 60 * S;	/* no sweep has run since */
+	ok(test_pacing_poll(p, &t[1], "only", "b", CPU, 1, 30) ==
+	    PACING_ANSWERED && test_pacing_granted(&t[1], 0) &&
+	    test_pacing_stats(p).instances == 1,
+	    "limits: full, a stale instance is swept out for a new one");
+	pacing_free(p);
 	p = test_pacing_new(600, 0, 0);
 	ok(p != NULL, "limits: the default limits (10,000 instances)");
 	{
