@@ -35,6 +35,8 @@ struct config {
 	int64_t		 request_timeout;	/* seconds */
 	int64_t		 read_timeout;		/* seconds */
 	int64_t		 max_connections;
+	int64_t		 profile_rate;		/* windows a minute per (service,
+						   type), /api/0/agents/poll */
 	char		*log_level;
 	char		*log_file;
 	char		*auth_file;

@@ -18,6 +18,7 @@ struct budget;
 struct metrics;
 struct conns;
 struct httpjob;
+struct api_pacing;
 
 struct env {
 	const struct config	*cfg;
@@ -30,6 +31,8 @@ struct env {
 	struct budget		*merge_budget;	/* --merge-memory */
 	struct metrics		*metrics;
 	struct conns		*conns;		/* open connections */
+	struct api_pacing	*pacing;	/* polls held for windows;
+						   NULL: none (tests) */
 
 	/* HTTP bookkeeping, loop thread only. */
 	int			 stopping;	/* SIGTERM: answer 503 */

@@ -29,7 +29,7 @@
 static const char *metrics_routes[METRICS_NROUTES] = {
 	"upload", "list", "get", "get_merged", "merge", "services", "labels",
 	"version", "metrics", "healthz", "flamegraph", "top", "diff",
-	"sample_types", "timeline", "ui", "other",
+	"sample_types", "timeline", "ui", "poll", "other",
 };
 
 /* Upper bounds in seconds; +Inf is implied. */
@@ -77,6 +77,7 @@ struct metrics {
 	uint64_t		 rejected[METRICS_NREASONS];
 	uint64_t		 merges_refused;	/* --max-merges */
 	uint64_t		 timeouts[2];	/* running, queued */
+	struct metrics_pacing	 pacing;
 	int64_t			 start_time_ns;
 
 	/* Written by workers. */
@@ -325,6 +326,14 @@ metrics_set_rollups(struct metrics *m, const struct store_rollup_stats *st)
 	atomic_store(&m->rollups_known, 1);
 }
 
+/* Keeps the pacing scheduler's figures for the next render. */
+void
+metrics_set_pacing(struct metrics *m, const struct metrics_pacing *pc)
+{
+	if (m != NULL)
+		m->pacing = *pc;
+}
+
 /* Counts profiles deleted by retention. */
 void
 metrics_retention_deleted(struct metrics *m, uint64_t n)
@@ -424,6 +433,34 @@ metrics_render_rollups(struct metrics *m, FILE *f)
 	    "Hours and days waiting to be compacted.");
 	fprintf(f, "profd_rollup_buckets_waiting %lld\n",
 	    (long long)atomic_load(&m->rollup_todo));
+}
+
+/* The pacing lines (collector/pacing.c). */
+static void
+metrics_render_pacing(struct metrics *m, FILE *f)
+{
+	const struct metrics_pacing *pc = &m->pacing;
+	int i;
+
+	metrics_head(f, "profd_pacing_grants_total", "counter",
+	    "Profiling windows granted to polling agents, by type.");
+	for (i = 0; i < METRICS_PACING_TYPES; i++) {
+		if (pc->type[i] != NULL)
+			fprintf(f, "profd_pacing_grants_total{type=\"%s\"} "
+			    "%llu\n", pc->type[i],
+			    (unsigned long long)pc->grants[i]);
+	}
+	metrics_head(f, "profd_pacing_cancelled_total", "counter",
+	    "Windows given back before their end: the agent went away, or "
+	    "never confirmed it was profiling.");
+	fprintf(f, "profd_pacing_cancelled_total %llu\n",
+	    (unsigned long long)pc->cancelled);
+	metrics_head(f, "profd_pacing_polls_held", "gauge",
+	    "Agent polls held open, waiting for a window or its end.");
+	fprintf(f, "profd_pacing_polls_held %d\n", pc->held);
+	metrics_head(f, "profd_pacing_instances", "gauge",
+	    "Agent instances the pacing scheduler tracks.");
+	fprintf(f, "profd_pacing_instances %d\n", pc->instances);
 }
 
 /* Writes every metric. */
@@ -541,6 +578,7 @@ metrics_render(struct metrics *m, const struct metrics_gauges *g, FILE *f)
 	fprintf(f, "profd_merge_inputs_skipped_total{reason=\"damaged\"} "
 	    "%llu\n", (unsigned long long)atomic_load(&m->merge_damaged));
 	metrics_render_rollups(m, f);
+	metrics_render_pacing(m, f);
 	metrics_head(f, "profd_retention_seconds", "gauge",
 	    "Configured retention; 0 keeps profiles forever.");
 	fprintf(f, "profd_retention_seconds %lld\n",

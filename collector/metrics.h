@@ -33,6 +33,7 @@ enum metrics_route {
 	METRICS_ROUTE_SAMPLE_TYPES,	/* GET /api/0/sample_types */
 	METRICS_ROUTE_TIMELINE,		/* GET /api/0/timeline */
 	METRICS_ROUTE_UI,		/* GET /, /ui/... */
+	METRICS_ROUTE_POLL,		/* /api/0/agents/poll */
 	METRICS_ROUTE_OTHER,		/* unknown paths, wrong methods */
 	METRICS_NROUTES
 };
@@ -49,6 +50,17 @@ struct metrics_gauges {
 	int	merge_workers;
 	int	merges;		/* merge requests admitted, not finished */
 	int	max_merges;
+};
+
+#define METRICS_PACING_TYPES	8	/* profile types (params.h) */
+
+/* The pacing scheduler's figures (collector/pacing.c), loop thread. */
+struct metrics_pacing {
+	const char	*type[METRICS_PACING_TYPES];	/* names (static) */
+	uint64_t	 grants[METRICS_PACING_TYPES];	/* windows granted */
+	uint64_t	 cancelled;	/* slots given back before their end */
+	int		 held;		/* polls held now */
+	int		 instances;	/* agent instances tracked */
 };
 
 struct metrics;
@@ -83,6 +95,8 @@ void	metrics_merge_refused(struct metrics *);
 /* Loop thread: a request was answered at --request-timeout; queued: it
  * had not started. */
 void	metrics_request_timeout(struct metrics *, int queued);
+/* Loop thread: the pacing scheduler's figures now (copied). */
+void	metrics_set_pacing(struct metrics *, const struct metrics_pacing *);
 /* Any thread: n profiles deleted by retention so far in a sweep. */
 void	metrics_retention_deleted(struct metrics *, uint64_t n);
 

@@ -24,6 +24,7 @@
 #include "collector/api/api_timeline.h"
 #include "collector/api/api_views.h"
 #include "collector/api/api_ops.h"
+#include "collector/api/api_pacing.h"
 #include "collector/api/api_profiles.h"
 #include "collector/api/params.h"
 #include "collector/config.h"
@@ -81,6 +82,8 @@ static const struct router_route router_routes[] = {
 	{ "/api/0/sample_types", api_views_sample_types, NULL,
 	    METRICS_ROUTE_SAMPLE_TYPES, 0 },
 	{ "/api/0/timeline", api_timeline, NULL, METRICS_ROUTE_TIMELINE, 0 },
+	{ "/api/0/agents/poll", api_pacing_poll, api_pacing_poll,
+	    METRICS_ROUTE_POLL, METRICS_ROUTE_POLL },
 	{ "/metrics", api_ops_metrics, NULL, METRICS_ROUTE_METRICS, 0 },
 	{ "/healthz", api_ops_healthz, NULL, METRICS_ROUTE_HEALTHZ, 0 },
 };
@@ -203,6 +206,14 @@ router_refuse(struct router_screen *s, int code, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The scope a route needs: write for uploads and agents' polls. */
+static int
+router_scope(enum metrics_route name)
+{
+	return name == METRICS_ROUTE_UPLOAD || name == METRICS_ROUTE_POLL ?
+	    AUTH_WRITE : AUTH_READ;
+}
+
 /* Checks the bearer token; refuses (401/403) when it does not allow need. */
 static void
 router_authorize(struct router *rt, struct evhttp_request *req, int need,
@@ -293,8 +304,8 @@ router_screen(struct router *rt, struct evhttp_request *req,
 		router_refuse(s, 400, "bad request path");
 	else if (rt->auth != NULL && (strncmp(s->path, "/api/", 5) == 0 ||
 	    s->d.name == METRICS_ROUTE_UPLOAD) &&
-	    (router_authorize(rt, req, s->d.name == METRICS_ROUTE_UPLOAD ?
-	    AUTH_WRITE : AUTH_READ, s), s->code != 0))
+	    (router_authorize(rt, req, router_scope(s->d.name), s),
+	    s->code != 0))
 		return;
 	else if (s->d.fn == NULL && s->d.ids_fn == NULL) {
 		if (s->d.allow != NULL) {

@@ -1,10 +1,11 @@
 /*
  * The server: binds the listening socket and shuts down cleanly. On SIGTERM
- * or SIGINT it tells systemd STOPPING=1, stops accepting, has the router
- * answer new requests on open connections with 503, waits for jobs in
- * flight and replies being written (up to the request timeout), and only
- * then frees evhttp, the pools and the store. READY=1 goes out from inside
- * the running loop, so whoever waits for it finds the port answering.
+ * or SIGINT it tells systemd STOPPING=1, stops accepting, answers agents'
+ * held polls 503 (api_pacing), has the router answer new requests on open
+ * connections with 503, waits for jobs in flight and replies being written
+ * (up to the request timeout), and only then frees evhttp, the pools and
+ * the store. READY=1 goes out from inside the running loop, so whoever
+ * waits for it finds the port answering.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <event2/http.h>
 #include <event2/thread.h>
 
+#include "collector/api/api_pacing.h"
 #include "collector/backfill.h"
 #include "collector/compact.h"
 #include "collector/config.h"
@@ -97,6 +99,7 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 	notify_send("STOPPING=1\nSTATUS=shutting down: finishing %d jobs",
 	    pool_inflight(srv->env.pool) + srv->env.merges);
 	srv->env.stopping = 1;
+	api_pacing_stop(srv->env.pacing);	/* held polls: 503 */
 	retention_stop(srv->retention);
 	backfill_stop(srv->backfill);
 	compact_stop(srv->compact);
@@ -393,6 +396,7 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	env->merge_pool = pool_new(env->base, (int)cfg->workers, INT32_MAX);
 	env->io_pool = pool_new(env->base, (int)cfg->io_threads, INT32_MAX);
 	env->ops_pool = pool_new(env->base, 1, SERVER_OPS_QUEUE);
+	env->pacing = api_pacing_new(env);
 	if (server_bind(srv, host, port, cause) < 0) {
 		free(host);
 		return -1;
@@ -456,6 +460,7 @@ server_free(struct server *srv)
 		pool_free(env->io_pool);
 	if (env->ops_pool != NULL)
 		pool_free(env->ops_pool);
+	api_pacing_free(env->pacing);	/* its events, before the loop's */
 	if (srv->http != NULL)
 		evhttp_free(srv->http);
 	conns_free(env->conns);

@@ -355,19 +355,35 @@ params_labels_dup_key(const struct label *l, size_t n, const char **dup)
 	return 0;
 }
 
+/* The profile types profd accepts, in the order of their indices. */
+static const char *const params_types[PARAMS_NTYPES] = { "cpu", "heap",
+    "block", "mutex", "goroutine", "threadcreate", "other", "trace" };
+
+/* The index of a profile type (0 to PARAMS_NTYPES - 1), or -1. */
+int
+params_type_index(const char *type)
+{
+	int i;
+
+	for (i = 0; i < PARAMS_NTYPES; i++) {
+		if (strcmp(type, params_types[i]) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* The name of the profile type of index i (NULL out of range). */
+const char *
+params_type_name(int i)
+{
+	return i >= 0 && i < PARAMS_NTYPES ? params_types[i] : NULL;
+}
+
 /* The profile types profd accepts. */
 int
 params_type_valid(const char *type)
 {
-	static const char *types[] = { "cpu", "heap", "block", "mutex",
-	    "goroutine", "threadcreate", "other", "trace" };
-	size_t i;
-
-	for (i = 0; i < sizeof types / sizeof types[0]; i++) {
-		if (strcmp(type, types[i]) == 0)
-			return 1;
-	}
-	return 0;
+	return params_type_index(type) >= 0;
 }
 
 /* Service names: 1 to 256 bytes of UTF-8, no control characters. */

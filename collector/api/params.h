@@ -57,6 +57,11 @@ void	params_labels_free(struct label *, size_t n);
 
 /* True for cpu heap block mutex goroutine threadcreate other trace. */
 int	params_type_valid(const char *type);
+/* Those types by index, in that order: the index of one (-1: none), the
+ * name of an index (NULL: none). */
+#define PARAMS_NTYPES	8
+int	params_type_index(const char *type);
+const char *params_type_name(int i);
 /* True for a non-empty service name of printable UTF-8. */
 int	params_service_valid(const char *service);
 

@@ -84,6 +84,7 @@ test_defaults(void)
 	ok(c.max_merges >= 1, "default max-merges from the cores");
 	ok(c.request_timeout == 60, "default request-timeout 60");
 	ok(c.max_body == 32 * 1024 * 1024, "default max-body 32M");
+	ok(c.profile_rate == 1, "default profile-rate 1 a minute");
 	config_clear(&c);
 }
 
@@ -120,6 +121,15 @@ test_flags(void)
 	rc = parse(&c, &cause, "--max-merges", "0", NULL);
 	ok(rc == -1 && strstr(cause, "max-merges") != NULL,
 	    "--max-merges 0 refused: %s", cause);
+	free(cause);
+	cause = NULL;
+	config_clear(&c);
+	rc = parse(&c, &cause, "--profile-rate", "600", NULL);
+	ok(rc == 0 && c.profile_rate == 600, "--profile-rate 600");
+	config_clear(&c);
+	rc = parse(&c, &cause, "--profile-rate=601", NULL);
+	ok(rc == -1 && strstr(cause, "profile-rate") != NULL,
+	    "--profile-rate 601 refused: %s", cause);
 	free(cause);
 	cause = NULL;
 	config_clear(&c);
@@ -231,6 +241,8 @@ test_bad_files(void)
 	    "bad duration names line 5");
 	ok(file_fails("max-body = 0\n", "bad.conf:1: max-body: must be more"),
 	    "zero size refused");
+	ok(file_fails("profile-rate = 0\n", "bad.conf:1: profile-rate:"),
+	    "profile-rate 0 refused");
 	ok(file_fails("log-level = loud\n", "bad.conf:1: log-level: unknown "
 	    "level"), "bad log level refused");
 	ok(file_fails("addr =\n", "bad.conf:1: addr: empty value"),

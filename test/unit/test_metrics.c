@@ -182,7 +182,8 @@ main(void)
 	size_t i;
 
 	ok(strcmp(metrics_route_name(METRICS_ROUTE_GET_MERGED), "get_merged")
-	    == 0 && strcmp(metrics_route_name(METRICS_NROUTES), "other") == 0,
+	    == 0 && strcmp(metrics_route_name(METRICS_ROUTE_POLL), "poll") == 0
+	    && strcmp(metrics_route_name(METRICS_NROUTES), "other") == 0,
 	    "route names");
 
 	/* an empty set renders and parses */
@@ -245,6 +246,19 @@ main(void)
 	metrics_request_timeout(m, 0);
 	metrics_request_timeout(m, 1);
 	metrics_request_timeout(m, 1);
+	{
+		struct metrics_pacing pc;
+
+		memset(&pc, 0, sizeof pc);
+		pc.type[0] = "cpu";
+		pc.type[1] = "heap";
+		pc.grants[0] = 12;
+		pc.grants[1] = 3;
+		pc.cancelled = 2;
+		pc.held = 40;
+		pc.instances = 41;
+		metrics_set_pacing(m, &pc);
+	}
 
 	text = render(m);
 #define V(s)	value(text, s)
@@ -310,6 +324,12 @@ main(void)
 	    "last sweep time");
 	ok(strstr(text, "profd_build_info{version=\"" PACKAGE_VERSION "\",")
 	    != NULL, "build info");
+	ok(V("profd_pacing_grants_total{type=\"cpu\"}") == 12 &&
+	    V("profd_pacing_grants_total{type=\"heap\"}") == 3 &&
+	    strstr(text, "profd_pacing_grants_total{type=\"mutex\"}") ==
+	    NULL && V("profd_pacing_cancelled_total") == 2 &&
+	    V("profd_pacing_polls_held") == 40 &&
+	    V("profd_pacing_instances") == 41, "pacing figures");
 #undef V
 	ok(format_ok(text), "every line parses as text format 0.0.4");
 	free(text);

@@ -259,6 +259,11 @@ test_numbers(void)
 	ok(params_type_valid("cpu") && params_type_valid("trace") &&
 	    params_type_valid("threadcreate") && !params_type_valid("wall") &&
 	    !params_type_valid(""), "types");
+	ok(params_type_index("cpu") == 0 && params_type_index("trace") ==
+	    PARAMS_NTYPES - 1 && params_type_index("wall") == -1 &&
+	    strcmp(params_type_name(params_type_index("mutex")), "mutex") == 0
+	    && params_type_name(PARAMS_NTYPES) == NULL &&
+	    params_type_name(-1) == NULL, "types by index");
 	ok(params_service_valid("api-gw.v2") && !params_service_valid("") &&
 	    !params_service_valid("a\nb"), "services");
 }
