@@ -77,9 +77,10 @@ static const struct config_option config_options[] = {
 	    "seconds to receive a request (default 60)" },
 	{ "max-connections", CONFIG_INT, OFF(max_connections), 1, 1000000,
 	    "open client connections (default 1024)" },
-	{ "profile-rate", CONFIG_INT, OFF(profile_rate), 1, 600,
+	{ "profile-rate", CONFIG_INT, OFF(profile_rate), 0, 600,
 	    "profiling windows granted per minute to the agents of a service "
-	    "polling /api/0/agents/poll, per profile type (default 1)" },
+	    "polling /api/0/agents/poll, per profile type; 0: pacing off, "
+	    "agents keep their own schedules (default 0)" },
 	{ "log-level", CONFIG_LEVEL, OFF(log_level), 0, 0,
 	    "debug, info, warn or error (default info)" },
 	{ "log-file", CONFIG_STRING, OFF(log_file), 0, 0,
@@ -118,7 +119,7 @@ config_defaults(struct config *c)
 	c->request_timeout = 60;
 	c->read_timeout = 60;
 	c->max_connections = 1024;
-	c->profile_rate = 1;
+	c->profile_rate = 0;
 	c->log_level = xstrdup("info");
 }
 

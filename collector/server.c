@@ -396,7 +396,9 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	env->merge_pool = pool_new(env->base, (int)cfg->workers, INT32_MAX);
 	env->io_pool = pool_new(env->base, (int)cfg->io_threads, INT32_MAX);
 	env->ops_pool = pool_new(env->base, 1, SERVER_OPS_QUEUE);
-	env->pacing = api_pacing_new(env);
+	/* --profile-rate 0: no pacing (the poll route answers 404). */
+	if (env->cfg->profile_rate > 0)
+		env->pacing = api_pacing_new(env);
 	if (server_bind(srv, host, port, cause) < 0) {
 		free(host);
 		return -1;

@@ -429,7 +429,9 @@ api_pacing_poll(struct env *env, struct evhttp_request *req,
 		goto out;
 	}
 	if (ap == NULL) {
-		reply_error(env, req, 503, "pacing is not running");
+		/* An agent takes this for "keep your own schedule". */
+		reply_error(env, req, 404, "pacing is off on this collector "
+		    "(--profile-rate 0)");
 		goto out;
 	}
 	h = xcalloc(1, sizeof *h);

@@ -45,6 +45,18 @@ running() { kill -0 "${PID[$1]}" 2>/dev/null; }
 # between X LO HI: LO <= X <= HI (integers).
 between() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
 
+# --- default: pacing off, agents keep their own schedules -----------------
+profd_start || { not_ok "profd starts"; done_testing; }
+api "$P?service=s&instance=i&types=cpu&wait=1" -X POST >/dev/null
+if [ "$HTTP_CODE" = 404 ] && echo "$BODY" | jq -e \
+    '.error | contains("profile-rate 0")' >/dev/null; then
+	ok "default --profile-rate 0: a poll is answered 404 (pacing off)"
+else
+	not_ok "default --profile-rate 0: a poll is answered 404"
+	diag "got $HTTP_CODE $BODY"
+fi
+profd_stop
+
 # --- rate 60: parameters, answers, holds, fairness ------------------------
 profd_start --profile-rate 60 --read-timeout 2 --request-timeout 2 ||
 	{ not_ok "profd starts"; done_testing; }

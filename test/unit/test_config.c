@@ -84,7 +84,7 @@ test_defaults(void)
 	ok(c.max_merges >= 1, "default max-merges from the cores");
 	ok(c.request_timeout == 60, "default request-timeout 60");
 	ok(c.max_body == 32 * 1024 * 1024, "default max-body 32M");
-	ok(c.profile_rate == 1, "default profile-rate 1 a minute");
+	ok(c.profile_rate == 0, "default profile-rate 0 (pacing off)");
 	config_clear(&c);
 }
 
@@ -241,8 +241,8 @@ test_bad_files(void)
 	    "bad duration names line 5");
 	ok(file_fails("max-body = 0\n", "bad.conf:1: max-body: must be more"),
 	    "zero size refused");
-	ok(file_fails("profile-rate = 0\n", "bad.conf:1: profile-rate:"),
-	    "profile-rate 0 refused");
+	ok(file_fails("profile-rate = -1\n", "bad.conf:1: profile-rate:"),
+	    "profile-rate -1 refused");
 	ok(file_fails("log-level = loud\n", "bad.conf:1: log-level: unknown "
 	    "level"), "bad log level refused");
 	ok(file_fails("addr =\n", "bad.conf:1: addr: empty value"),
