@@ -67,6 +67,7 @@
 #include "agent/build.h"
 #include "agent/heap.h"
 #include "agent/heapprof.h"
+#include "agent/pacer.h"
 #include "agent/settings.h"
 #include "agent/profd_agent.h"
 #include "agent/safepoint.h"
@@ -84,6 +85,7 @@
 #define AGENT_FIRST_TICK_MS	100	/* the first drain of a window */
 #define AGENT_JOIN_SLACK_MS	20
 #define AGENT_IDLE_MS		3600000
+#define AGENT_PACER_RECHECK_MS	50	/* the pacer's first answer */
 
 struct agent {
 	struct settings		 cfg;
@@ -101,6 +103,15 @@ struct agent {
 	struct build		*build;
 	struct stacks		 stacks;
 	struct heapprof		*heap;		/* heap profiling runs */
+	int			 window_heap;	/* the CPU window also makes
+						   heap profiles (own
+						   schedule) */
+	struct pacer		*pacer;		/* NULL: no pacing */
+	int			 pacing_off;	/* PROFD_PACING=off */
+	int			 pacer_news;	/* under lock: wake up */
+	int64_t			 heap_end_at;	/* a paced heap window's end */
+	struct timespec		 heap_mono;	/* its start */
+	int64_t			 heap_wall_ns;
 	int			 in_window;
 	int			 off;		/* the signal taken over */
 	int64_t			 start_at;	/* next window (ms), 0: none */
@@ -119,9 +130,9 @@ struct agent {
 static pthread_mutex_t	 agent_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct agent	*agent_current;
 static pthread_once_t	 agent_once = PTHREAD_ONCE_INIT;
+static int		 agent_pacing_off;	/* PROFD_PACING=off */
 
 static int	agent_start(const struct profd_agent_config *, int, char **);
-static char	*agent_labels(const char *);
 static int	agent_prepare(struct agent *);
 
 /* One line on stderr, prefixed with the pid (start-up problems only). */
@@ -175,28 +186,6 @@ agent_drain(struct agent *a)
 		    SAMPLER_MAX_FRAMES, st.link);
 		stacks_add(&a->stacks, st.pcs, st.n, st.weight);
 	}
-}
-
-/*
- * How often to drain the ring: a quarter of the time the busiest process
- * (every CPU busy: the timers then fire hz times per CPU-second per CPU)
- * takes to fill it, within [100 ms, 1 s]. Fewer wake-ups of the agent
- * thread, no drops.
- */
-static int64_t
-agent_drain_interval(int hz)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int64_t ms;
-
-	if (cpus < 1)
-		cpus = 1;
-	ms = (int64_t)AGENT_RING_SLOTS * 1000 / 4 / ((int64_t)hz * cpus);
-	if (ms < AGENT_DRAIN_MIN_MS)
-		ms = AGENT_DRAIN_MIN_MS;
-	if (ms > AGENT_DRAIN_MAX_MS)
-		ms = AGENT_DRAIN_MAX_MS;
-	return ms;
 }
 
 /*
@@ -337,9 +326,11 @@ agent_window_end(struct agent *a, int disarm)
 		else
 			free(data);
 	}
-	agent_heap_end(a, &w);
-	if (!disarm && a->heap != NULL)
-		heapprof_mark(a->heap);
+	if (a->window_heap) {
+		agent_heap_end(a, &w);
+		if (!disarm && a->heap != NULL)
+			heapprof_mark(a->heap);
+	}
 	stacks_reset(&a->stacks);
 	/* The next window of a continuous run starts where this one ended. */
 	a->win_mono = now;
@@ -355,6 +346,11 @@ agent_window_cut(struct agent *a, int64_t now)
 	int64_t started = (int64_t)a->win_mono.tv_sec * 1000 +
 	    a->win_mono.tv_nsec / 1000000, period_ms;
 
+	if (a->pacer != NULL && pacer_mode(a->pacer) == PACER_PACED) {
+		/* The collector says when the next one is. */
+		agent_window_end(a, 1);
+		return;
+	}
 	if (a->cfg.window_sec >= a->cfg.period_sec && sampler_owns_signal()) {
 		agent_window_end(a, 0);
 		a->end_at = now + (int64_t)a->cfg.window_sec * 1000;
@@ -368,9 +364,13 @@ agent_window_cut(struct agent *a, int64_t now)
 		a->start_at = now + 1;
 }
 
-/* Opens a window, unless the program took the agent's signal over. */
+/*
+ * Opens a CPU window of seconds (heap: with heap profiles at its end, on
+ * the agent's own schedule), unless the program took the agent's signal
+ * over.
+ */
 static void
-agent_window_start(struct agent *a, int64_t now)
+agent_window_start(struct agent *a, int64_t now, int seconds, int heap)
 {
 	struct timespec wall;
 	char *cause = NULL;
@@ -400,9 +400,10 @@ agent_window_start(struct agent *a, int64_t now)
 	/* Samples that arrived after the last window are not ours. */
 	agent_drain(a);
 	stacks_reset(&a->stacks);
-	if (a->heap == NULL && heap_enabled())
+	a->window_heap = heap;
+	if (heap && a->heap == NULL && heap_enabled())
 		a->heap = heapprof_new();
-	if (a->heap != NULL)
+	if (heap && a->heap != NULL)
 		heapprof_mark(a->heap);
 	clock_gettime(CLOCK_MONOTONIC, &a->win_mono);
 	clock_gettime(CLOCK_REALTIME, &wall);
@@ -418,7 +419,77 @@ agent_window_start(struct agent *a, int64_t now)
 	a->in_window = 1;
 	a->drain_at = now + (a->drain_ms < AGENT_FIRST_TICK_MS ? a->drain_ms :
 	    AGENT_FIRST_TICK_MS);
-	a->end_at = now + (int64_t)a->cfg.window_sec * 1000;
+	a->end_at = now + (int64_t)seconds * 1000;
+}
+
+/* A heap window granted by the collector: allocations count from now. */
+static void
+agent_heap_window_start(struct agent *a, int64_t now, int seconds)
+{
+	struct timespec wall;
+
+	if (!heap_enabled() || a->heap_end_at != 0)
+		return;
+	if (a->heap == NULL)
+		a->heap = heapprof_new();
+	heapprof_mark(a->heap);
+	clock_gettime(CLOCK_MONOTONIC, &a->heap_mono);
+	clock_gettime(CLOCK_REALTIME, &wall);
+	a->heap_wall_ns = (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec;
+	a->heap_end_at = now + (int64_t)seconds * 1000;
+}
+
+/* The end of a granted heap window: its heap and allocs profiles. */
+static void
+agent_heap_window_end(struct agent *a)
+{
+	struct build_window w;
+	struct timespec now;
+
+	if (a->heap_end_at == 0)
+		return;
+	a->heap_end_at = 0;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	memset(&w, 0, sizeof w);
+	w.time_nanos = a->heap_wall_ns;
+	w.duration_nanos = (int64_t)(now.tv_sec - a->heap_mono.tv_sec) *
+	    1000000000LL + (now.tv_nsec - a->heap_mono.tv_nsec);
+	w.hz = a->cfg.hz;
+	a->seq++;
+	agent_heap_end(a, &w);
+}
+
+/* The collector granted a window: open it. */
+static void
+agent_grant(struct agent *a, const struct pacer_grant *g, int64_t now)
+{
+	if (a->off)
+		return;
+	if (strcmp(g->type, "heap") == 0) {
+		agent_heap_window_start(a, now, g->duration_s);
+		return;
+	}
+	if (strcmp(g->type, "cpu") != 0)
+		return;
+	if (a->in_window) {
+		/* A window of our own is still open: it covers the grant. */
+		if (a->end_at < now + (int64_t)g->duration_s * 1000)
+			a->end_at = now + (int64_t)g->duration_s * 1000;
+		return;
+	}
+	agent_window_start(a, now, g->duration_s, 0);
+}
+
+/* The pacer's thread: a grant came or the mode changed; wake the agent. */
+static void
+agent_pacer_notify(void *arg)
+{
+	struct agent *a = arg;
+
+	pthread_mutex_lock(&a->lock);
+	a->pacer_news = 1;
+	pthread_cond_signal(&a->cond);
+	pthread_mutex_unlock(&a->lock);
 }
 
 /* The exit deadline if a stop was asked for, else 0; else busy := set. */
@@ -458,10 +529,11 @@ agent_sleep_until(struct agent *a, int64_t wake)
 	ts.tv_nsec = (long)(wake % 1000) * 1000000;
 	pthread_mutex_lock(&a->lock);
 	a->busy = 0;
-	while (a->stop_at == 0 && upload_now_ms() < wake)
+	while (a->stop_at == 0 && !a->pacer_news && upload_now_ms() < wake)
 		if (pthread_cond_timedwait(&a->cond, &a->lock, &ts) ==
 		    ETIMEDOUT)
 			break;
+	a->pacer_news = 0;
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -485,10 +557,11 @@ agent_prepare(struct agent *a)
 	sigmask_real(SIG_UNBLOCK, &set, NULL);
 	pthread_setname_np(pthread_self(), "profd-agent");
 	a->build = build_new();
-	a->drain_ms = agent_drain_interval(a->cfg.hz);
+	a->drain_ms = sampler_drain_interval(a->cfg.hz, AGENT_RING_SLOTS,
+	    AGENT_DRAIN_MIN_MS, AGENT_DRAIN_MAX_MS);
 	if (a->cfg.collector == NULL)
 		return 0;
-	labels = agent_labels(a->cfg.labels);
+	labels = settings_process_labels(a->cfg.labels);
 	a->up = upload_new(a->cfg.collector, a->cfg.service, labels,
 	    a->cfg.token, (size_t)a->cfg.queue_max, a->cfg.verbose, &cause);
 	free(labels);
@@ -498,7 +571,43 @@ agent_prepare(struct agent *a)
 		return -1;
 	}
 	upload_set_hook(a->up, agent_upload_hook, a);
+	if (!a->pacing_off) {
+		a->pacer = pacer_new(a->cfg.collector, a->cfg.service,
+		    a->cfg.labels, a->cfg.token, heap_enabled() ? "cpu,heap" :
+		    "cpu", a->cfg.window_sec, a->cfg.verbose,
+		    agent_pacer_notify, a, NULL);
+		if (a->pacer != NULL && pacer_start(a->pacer) != 0) {
+			pacer_free(a->pacer);
+			a->pacer = NULL;
+		}
+	}
 	return 0;
+}
+
+/*
+ * A window of the agent's own schedule is due. The first one prepares
+ * (the pacer starts there); while the pacer has not heard from the
+ * collector the window waits (the first poll is answered within about
+ * a second); a paced agent leaves its schedule to the collector.
+ */
+static void
+agent_own_start(struct agent *a, int64_t now)
+{
+	int mode;
+
+	if (!a->prepared && agent_prepare(a) != 0) {
+		agent_turn_off(a);
+		a->start_at = 0;
+		return;
+	}
+	mode = a->pacer != NULL ? pacer_mode(a->pacer) : PACER_OWN;
+	if (mode == PACER_UNKNOWN) {
+		a->start_at = now + AGENT_PACER_RECHECK_MS;
+		return;
+	}
+	a->start_at = 0;
+	if (mode != PACER_PACED)
+		agent_window_start(a, now, a->cfg.window_sec, 1);
 }
 
 /* One pass of the thread: what is due now; returns when to wake next. */
@@ -506,11 +615,14 @@ static int64_t
 agent_step(struct agent *a)
 {
 	int64_t now = upload_now_ms(), wake, retry;
+	struct pacer_grant g;
 
-	if (a->start_at != 0 && now >= a->start_at) {
-		a->start_at = 0;
-		agent_window_start(a, now);
-	}
+	if (a->start_at != 0 && now >= a->start_at)
+		agent_own_start(a, now);
+	if (a->pacer != NULL && pacer_take(a->pacer, &g))
+		agent_grant(a, &g, now);
+	if (a->heap_end_at != 0 && now >= a->heap_end_at)
+		agent_heap_window_end(a);
 	if (a->in_window && now >= a->drain_at) {
 		agent_drain_tick(a);
 		a->drain_at = now + agent_next_tick(a);
@@ -522,6 +634,8 @@ agent_step(struct agent *a)
 	wake = now + AGENT_IDLE_MS;
 	if (a->start_at != 0 && a->start_at < wake)
 		wake = a->start_at;
+	if (a->heap_end_at != 0 && a->heap_end_at < wake)
+		wake = a->heap_end_at;
 	if (a->in_window && a->drain_at < wake)
 		wake = a->drain_at;
 	if (a->in_window && a->end_at < wake)
@@ -542,6 +656,9 @@ agent_main(void *arg)
 	while ((deadline = agent_stop_deadline(a, 1)) == 0)
 		agent_sleep_until(a, agent_step(a));
 	agent_window_end(a, 1);
+	agent_heap_window_end(a);
+	pacer_free(a->pacer);
+	a->pacer = NULL;
 	if (a->sampler_ready)
 		sampler_stop();
 	if (a->up != NULL)
@@ -605,6 +722,7 @@ agent_has_thread(struct agent *a)
 static void
 agent_free(struct agent *a)
 {
+	pacer_free(a->pacer);
 	if (a->up != NULL)
 		upload_free(a->up);
 	build_free(a->build);
@@ -663,46 +781,6 @@ agent_atfork_child(void)
 }
 
 /*
- * The labels sent with each profile: the configured ones plus pid and
- * exe (the executable's base name), unless configured already.
- */
-static char *
-agent_labels(const char *labels)
-{
-	char exe[PATH_MAX], *base, *p, *out;
-	ssize_t r;
-	int has_pid, has_exe;
-
-	has_pid = labels != NULL && (strncmp(labels, "pid=", 4) == 0 ||
-	    strstr(labels, ",pid=") != NULL);
-	has_exe = labels != NULL && (strncmp(labels, "exe=", 4) == 0 ||
-	    strstr(labels, ",exe=") != NULL);
-	if ((r = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
-		r = 0;
-	exe[r] = '\0';
-	base = strrchr(exe, '/') != NULL ? strrchr(exe, '/') + 1 : exe;
-	if (strlen(base) > 200)
-		base[200] = '\0';
-	for (p = base; *p != '\0'; p++) {
-		if (*p == ',' || *p == '=' || (unsigned char)*p < 0x20)
-			*p = '_';
-	}
-	out = xstrdup(labels != NULL ? labels : "");
-	if (!has_pid) {
-		p = xasprintf("%s%spid=%d", out, *out ? "," : "",
-		    (int)getpid());
-		free(out);
-		out = p;
-	}
-	if (!has_exe && *base != '\0') {
-		p = xasprintf("%s%sexe=%s", out, *out ? "," : "", base);
-		free(out);
-		out = p;
-	}
-	return out;
-}
-
-/*
  * Exit. When the agent thread sleeps with no window open and nothing
  * queued (a short process before its first window), there is nothing to
  * send: mark it stopped without waking it, detach it and let the process
@@ -731,7 +809,7 @@ agent_atexit(void)
 	if (a != NULL && a->pid == getpid()) {
 		pthread_mutex_lock(&a->lock);
 		/* in_window and the queue are the thread's; it is idle. */
-		idle = !a->busy && !a->in_window &&
+		idle = !a->busy && !a->in_window && a->heap_end_at == 0 &&
 		    (a->up == NULL || upload_idle(a->up));
 		if (idle) {
 			a->stop_at = upload_now_ms();
@@ -781,6 +859,7 @@ agent_start(const struct profd_agent_config *cfg, int lazy, char **errstr)
 		agent_free(a);
 		return -1;
 	}
+	a->pacing_off = agent_pacing_off;
 	pthread_mutex_lock(&agent_mutex);
 	if (agent_current != NULL) {
 		pthread_mutex_unlock(&agent_mutex);
@@ -919,10 +998,10 @@ agent_env_start(void)
 	char *cause = NULL;
 	int rc, heap_rate = 0;
 
-
 	if ((rc = settings_from_env(&cfg, &cause)) == 0)
 		return;
 	if (rc < 0 || settings_heap_rate(&heap_rate, &cause) != 0 ||
+	    settings_pacing_off(&agent_pacing_off, &cause) != 0 ||
 	    agent_start(&cfg, 1, &cause) != 0) {
 		agent_say("%s; profiling off", cause);
 		free(cause);

@@ -376,3 +376,25 @@ sampler_forget(void)
 	atomic_store(&ring_drops, 0);
 	self_pid = getpid();
 }
+
+/*
+ * How often to drain the ring: a quarter of the time the busiest process
+ * (every CPU busy: the timers then fire hz times per CPU-second per CPU)
+ * takes to fill it, within [100 ms, 1 s]. Fewer wake-ups of the agent
+ * thread, no drops.
+ */
+int64_t
+sampler_drain_interval(int hz, size_t slots, int64_t min_ms, int64_t max_ms)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int64_t ms;
+
+	if (cpus < 1)
+		cpus = 1;
+	ms = (int64_t)slots * 1000 / 4 / ((int64_t)hz * cpus);
+	if (ms < min_ms)
+		ms = min_ms;
+	if (ms > max_ms)
+		ms = max_ms;
+	return ms;
+}

@@ -55,6 +55,13 @@ int		sampler_tick(void);
 void		sampler_stop(void);
 /* Copies the oldest recorded stack into *out; returns 0 when empty. */
 int		sampler_pop(struct sampler_stack *out);
+/*
+ * How often the agent should drain a ring of slots sampled at hz: a
+ * quarter of the time the busiest process takes to fill it, within
+ * [min_ms, max_ms].
+ */
+int64_t		sampler_drain_interval(int hz, size_t slots, int64_t min_ms,
+		    int64_t max_ms);
 /* Samples dropped because the ring was full, since sampler_init. */
 uint64_t	sampler_drops(void);
 /* Samples lost because their thread blocked the signal (estimate). */

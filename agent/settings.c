@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <limits.h>
 
 #include "agent/settings.h"
 #include "common/xmalloc.h"
@@ -278,4 +280,61 @@ settings_heap_rate(int *out, char **cause)
 	*out = 0;
 	return settings_env_int("PROFD_HEAP_RATE", 1, 1 << 30, settings_bytes,
 	    "a size in bytes (or with k/m)", out, cause);
+}
+
+/* PROFD_PACING: auto (or unset, on) uses the collector's pacing; off not. */
+int
+settings_pacing_off(int *off, char **cause)
+{
+	const char *v = getenv("PROFD_PACING");
+
+	*off = 0;
+	if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0 ||
+	    strcmp(v, "on") == 0)
+		return 0;
+	if (strcmp(v, "off") == 0) {
+		*off = 1;
+		return 0;
+	}
+	return xcause(cause, "PROFD_PACING=\"%s\" is not auto or off", v);
+}
+
+/*
+ * The labels sent with each profile: the configured ones plus pid and
+ * exe (the executable's base name), unless configured already.
+ */
+char *
+settings_process_labels(const char *labels)
+{
+	char exe[PATH_MAX], *base, *p, *out;
+	ssize_t r;
+	int has_pid, has_exe;
+
+	has_pid = labels != NULL && (strncmp(labels, "pid=", 4) == 0 ||
+	    strstr(labels, ",pid=") != NULL);
+	has_exe = labels != NULL && (strncmp(labels, "exe=", 4) == 0 ||
+	    strstr(labels, ",exe=") != NULL);
+	if ((r = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
+		r = 0;
+	exe[r] = '\0';
+	base = strrchr(exe, '/') != NULL ? strrchr(exe, '/') + 1 : exe;
+	if (strlen(base) > 200)
+		base[200] = '\0';
+	for (p = base; *p != '\0'; p++) {
+		if (*p == ',' || *p == '=' || (unsigned char)*p < 0x20)
+			*p = '_';
+	}
+	out = xstrdup(labels != NULL ? labels : "");
+	if (!has_pid) {
+		p = xasprintf("%s%spid=%d", out, *out ? "," : "",
+		    (int)getpid());
+		free(out);
+		out = p;
+	}
+	if (!has_exe && *base != '\0') {
+		p = xasprintf("%s%sexe=%s", out, *out ? "," : "", base);
+		free(out);
+		out = p;
+	}
+	return out;
 }

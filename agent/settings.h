@@ -50,6 +50,19 @@ int	settings_from_env(struct profd_agent_config *out, char **cause);
  */
 int	settings_heap_rate(int *out, char **cause);
 
+/*
+ * Reads PROFD_PACING: *off is 1 for "off" (the agent never polls the
+ * collector for its windows), 0 for auto (the default); -1 on a bad value.
+ */
+int	settings_pacing_off(int *off, char **cause);
+
+/*
+ * The labels sent with each profile: labels ("k=v,..." or NULL) plus pid
+ * and exe (this process's; the executable's base name) unless there
+ * already. Returns a new string.
+ */
+char	*settings_process_labels(const char *labels);
+
 /* Parses a real-time signal: RTMIN+n, RTMAX-n (SIG prefix optional) or
  * a number in SIGRTMIN..SIGRTMAX. */
 int	settings_parse_signal(const char *s, int *out, char **cause);

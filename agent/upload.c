@@ -67,6 +67,7 @@ struct upload {
 	char				*hostport;	/* Host header */
 	char				*target;	/* path?query */
 	char				*base;		/* target up to service */
+	char				*prefix;	/* the URL's path */
 	char				*elab;		/* escaped labels, or NULL */
 	char				*auth;		/* "Bearer ..." */
 	TAILQ_HEAD(, upload_item)	 queue;
@@ -428,6 +429,40 @@ out:
 	return code;
 }
 
+/* A request of the agent's own, with no body (see upload.h). */
+int
+upload_request(struct upload *u, const char *method, const char *target,
+    int64_t timeout_ms, char *body, size_t bodysize)
+{
+	char reply[UPLOAD_REPLY_MAX];
+	const char *b;
+	struct iovec iov[1];
+	char *head;
+	int code = -1;
+
+	body[0] = '\0';
+	u->deadline = upload_now_ms() + timeout_ms;
+	if (upload_connect(u) != 0)
+		goto out;
+	head = xasprintf("%s %s%s HTTP/1.1\r\nHost: %s\r\n"
+	    "User-Agent: libprofd-agent/" PACKAGE_VERSION "\r\n"
+	    "Content-Length: 0\r\nConnection: close\r\n%s%s%s\r\n",
+	    method, u->prefix, target, u->hostport,
+	    u->auth != NULL ? "Authorization: " : "",
+	    u->auth != NULL ? u->auth : "", u->auth != NULL ? "\r\n" : "");
+	iov[0].iov_base = head;
+	iov[0].iov_len = strlen(head);
+	if (upload_send_all(u, iov, 1) == 0 &&
+	    (code = upload_read_reply(u, reply, &b)) > 0)
+		snprintf(body, bodysize, "%s", b);
+	else
+		code = -1;
+	free(head);
+out:
+	upload_fd_close(u);
+	return code;
+}
+
 /* Arms the retry wait after a failure (or gives up when flushing). */
 static void
 upload_backoff(struct upload *u, int flushing)
@@ -580,8 +615,8 @@ upload_new(const char *url, const char *service, const char *labels,
 	esvc = upload_escape(service);
 	if (labels != NULL && *labels != '\0')
 		elab = upload_escape_labels(labels);
-	u->base = xasprintf("%.*s/api/0/profiles?service=%s", (int)plen,
-	    path, esvc);
+	u->prefix = xasprintf("%.*s", (int)plen, path);
+	u->base = xasprintf("%s/api/0/profiles?service=%s", u->prefix, esvc);
 	u->target = xasprintf("%s&type=cpu%s%s", u->base, elab ? "&labels=" :
 	    "", elab ? elab : "");
 	u->elab = elab;
@@ -717,6 +752,7 @@ upload_free(struct upload *u)
 	free(u->hostport);
 	free(u->target);
 	free(u->base);
+	free(u->prefix);
 	free(u->elab);
 	free(u->auth);
 	free(u);

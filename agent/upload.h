@@ -35,6 +35,16 @@ typedef int64_t (*upload_hook_cb)(void *arg);
 struct upload	*upload_new(const char *url, const char *service,
 		    const char *labels, const char *token, size_t queue_max,
 		    int verbose, char **cause);
+/*
+ * One request of the agent's own (the pacing poll) on a new connection:
+ * method, target (path and query after the URL's prefix), no body, the
+ * token; at most timeout_ms (the hook may cut it short). Returns the
+ * HTTP status or -1 (connection error, timeout, cut short); body gets
+ * the start of the reply's body (at most bodysize - 1 bytes).
+ */
+int		 upload_request(struct upload *, const char *method,
+		    const char *target, int64_t timeout_ms, char *body,
+		    size_t bodysize);
 /* Checks the URL as upload_new would, allocating nothing on success. */
 int		 upload_check_url(const char *url, char **cause);
 void		 upload_set_hook(struct upload *, upload_hook_cb, void *arg);

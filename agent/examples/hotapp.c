@@ -15,9 +15,10 @@
  * LD_PRELOAD); `hotapp-linked` (HOTAPP_LINKED) calls profd_agent_start()
  * from flags, and `hotapp-static` is the same with libprofd-agent.a.
  *
- * usage: hotapp [-s SECONDS | -n UNITS] [-t THREADS] [-f] [-P]
+ * usage: hotapp [-s SECONDS | -n UNITS] [-d PERCENT] [-t THREADS] [-f] [-P]
  *	    [-x HOW PROG [ARG...]]
  *	-s  run for SECONDS of wall time (default 5)
+ *	-d  work only PERCENT of each 100 ms (with -s; default 100)
  *	-n  do exactly UNITS of work (about 1 ms each) and report the time
  *	-t  run the work in THREADS threads
  *	-f  also fork a child that works for 1 s (prints "child PID")
@@ -57,6 +58,8 @@
 static volatile unsigned long	hotapp_sink;
 static double			hotapp_seconds = 5;
 static long			hotapp_units = -1;
+
+static double	hotapp_duty = 100;	/* percent of the time working */
 
 /* Monotonic seconds. */
 static double
@@ -128,11 +131,21 @@ busyloop(long units, double deadline)
 	unsigned long r = 0;
 	long i;
 
+	double cycle = hotapp_now(), now;
+
 	for (i = 0; units < 0 || i < units; i++) {
 		r += foo1();
 		r += foo2();
-		if (units < 0 && (i & 7) == 0 && hotapp_now() >= deadline)
+		if (units < 0 && (i & 7) == 0 && (now = hotapp_now()) >=
+		    deadline)
 			break;
+		/* -d: work duty percent of each 100 ms, sleep the rest. */
+		if (hotapp_duty < 100 && (i & 7) == 0 &&
+		    (now = hotapp_now()) - cycle >= hotapp_duty / 1000.0) {
+			usleep((useconds_t)((cycle + 0.1 - now) * 1e6 > 0 ?
+			    (cycle + 0.1 - now) * 1e6 : 0));
+			cycle = hotapp_now();
+		}
 	}
 	hotapp_sink += r;
 	return r;
@@ -224,9 +237,9 @@ main(int argc, char **argv)
 	char *err = NULL;
 
 	memset(&cfg, 0, sizeof cfg);
-#define HOTAPP_OPTS "+s:n:t:fPx:c:S:l:z:w:p:o:T:v"
+#define HOTAPP_OPTS "+s:n:t:fPx:d:c:S:l:z:w:p:o:T:v"
 #else
-#define HOTAPP_OPTS "+s:n:t:fPx:"
+#define HOTAPP_OPTS "+s:n:t:fPx:d:"
 #endif
 
 	while ((c = getopt(argc, argv, HOTAPP_OPTS)) != -1) {
@@ -245,6 +258,9 @@ main(int argc, char **argv)
 			break;
 		case 'P':
 			own_prof = 1;
+			break;
+		case 'd':
+			hotapp_duty = atof(optarg);
 			break;
 		case 'x':
 			exec_how = optarg;
