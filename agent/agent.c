@@ -86,6 +86,7 @@
 #define AGENT_JOIN_SLACK_MS	20
 #define AGENT_IDLE_MS		3600000
 #define AGENT_PACER_RECHECK_MS	50	/* the pacer's first answer */
+#define AGENT_PACER_FIRST_MS	1500	/* is waited for at most this */
 
 struct agent {
 	struct settings		 cfg;
@@ -109,6 +110,8 @@ struct agent {
 	struct pacer		*pacer;		/* NULL: no pacing */
 	int			 pacing_off;	/* PROFD_PACING=off */
 	int			 pacer_news;	/* under lock: wake up */
+	int64_t			 pacer_since;	/* the pacer's start (ms) */
+	uint64_t		 heap_seq;	/* heap profiles built */
 	int64_t			 heap_end_at;	/* a paced heap window's end */
 	struct timespec		 heap_mono;	/* its start */
 	int64_t			 heap_wall_ns;
@@ -224,14 +227,14 @@ agent_drain_tick(struct agent *a)
 
 /* Writes a profile of kind (cpu, heap, allocs) to the output directory. */
 static void
-agent_write_file(struct agent *a, const char *kind, const uint8_t *data,
-    size_t len)
+agent_write_file(struct agent *a, const char *kind, uint64_t seq,
+    const uint8_t *data, size_t len)
 {
 	char *path, *tmp;
 	FILE *f;
 
 	path = xasprintf("%s/%s-%s-%d-%" PRIu64 ".pb.gz", a->cfg.output_dir,
-	    a->cfg.service, kind, (int)getpid(), a->seq);
+	    a->cfg.service, kind, (int)getpid(), seq);
 	tmp = xasprintf("%s.tmp", path);
 	if ((f = fopen(tmp, "we")) == NULL ||
 	    fwrite(data, 1, len, f) != len || fclose(f) != 0 ||
@@ -248,9 +251,10 @@ agent_heap_queue(struct agent *a, const char *kind, uint8_t *data,
 {
 	if (data == NULL)
 		return;
-	agent_log(a, "%s profile %" PRIu64 ": %zu bytes", kind, a->seq, len);
+	agent_log(a, "%s profile %" PRIu64 ": %zu bytes", kind, a->heap_seq,
+	    len);
 	if (a->cfg.output_dir != NULL)
-		agent_write_file(a, kind, data, len);
+		agent_write_file(a, kind, a->heap_seq, data, len);
 	if (a->up != NULL)
 		upload_push_as(a->up, data, len, "heap",
 		    strcmp(kind, "heap") == 0 ? "heap=inuse" : "heap=allocs");
@@ -258,9 +262,12 @@ agent_heap_queue(struct agent *a, const char *kind, uint8_t *data,
 		free(data);
 }
 
-/* The window's heap profiles: in use now, and allocated during it. */
+/*
+ * The window's heap profiles: in use now, and allocated during it; with
+ * remark, the next window's allocations count from this very moment.
+ */
 static void
-agent_heap_end(struct agent *a, const struct build_window *w)
+agent_heap_end(struct agent *a, const struct build_window *w, int remark)
 {
 	uint8_t *heap, *allocs;
 	size_t heaplen, allocslen;
@@ -271,8 +278,9 @@ agent_heap_end(struct agent *a, const struct build_window *w)
 		a->heap = heapprof_new();
 	if (a->heap == NULL)
 		return;
-	if (heapprof_build(a->heap, a->build, w, &heap, &heaplen, &allocs,
-	    &allocslen, &cause) != 0) {
+	a->heap_seq++;
+	if (heapprof_build(a->heap, a->build, w, remark, &heap, &heaplen,
+	    &allocs, &allocslen, &cause) != 0) {
 		agent_log(a, "cannot build heap profiles: %s", cause);
 		free(cause);
 		return;
@@ -320,17 +328,14 @@ agent_window_end(struct agent *a, int disarm)
 		    "%zu stacks, %zu bytes", a->seq, a->stacks.total,
 		    a->stacks.n, len);
 		if (a->cfg.output_dir != NULL)
-			agent_write_file(a, "cpu", data, len);
+			agent_write_file(a, "cpu", a->seq, data, len);
 		if (a->up != NULL)
 			upload_push(a->up, data, len);
 		else
 			free(data);
 	}
-	if (a->window_heap) {
-		agent_heap_end(a, &w);
-		if (!disarm && a->heap != NULL)
-			heapprof_mark(a->heap);
-	}
+	if (a->window_heap)
+		agent_heap_end(a, &w, !disarm);
 	stacks_reset(&a->stacks);
 	/* The next window of a continuous run starts where this one ended. */
 	a->win_mono = now;
@@ -455,8 +460,7 @@ agent_heap_window_end(struct agent *a)
 	w.duration_nanos = (int64_t)(now.tv_sec - a->heap_mono.tv_sec) *
 	    1000000000LL + (now.tv_nsec - a->heap_mono.tv_nsec);
 	w.hz = a->cfg.hz;
-	a->seq++;
-	agent_heap_end(a, &w);
+	agent_heap_end(a, &w, 0);
 }
 
 /* The collector granted a window: open it. */
@@ -478,6 +482,19 @@ agent_grant(struct agent *a, const struct pacer_grant *g, int64_t now)
 		return;
 	}
 	agent_window_start(a, now, g->duration_s, 0);
+}
+
+/* The pacer's thread: whether the agent is stopping (its polls end). */
+static int
+agent_pacer_stopping(void *arg)
+{
+	struct agent *a = arg;
+	int stopping;
+
+	pthread_mutex_lock(&a->lock);
+	stopping = a->stop_at != 0;
+	pthread_mutex_unlock(&a->lock);
+	return stopping;
 }
 
 /* The pacer's thread: a grant came or the mode changed; wake the agent. */
@@ -575,11 +592,12 @@ agent_prepare(struct agent *a)
 		a->pacer = pacer_new(a->cfg.collector, a->cfg.service,
 		    a->cfg.labels, a->cfg.token, heap_enabled() ? "cpu,heap" :
 		    "cpu", a->cfg.window_sec, a->cfg.verbose,
-		    agent_pacer_notify, a, NULL);
+		    agent_pacer_notify, agent_pacer_stopping, a, NULL);
 		if (a->pacer != NULL && pacer_start(a->pacer) != 0) {
 			pacer_free(a->pacer);
 			a->pacer = NULL;
 		}
+		a->pacer_since = upload_now_ms();
 	}
 	return 0;
 }
@@ -587,8 +605,9 @@ agent_prepare(struct agent *a)
 /*
  * A window of the agent's own schedule is due. The first one prepares
  * (the pacer starts there); while the pacer has not heard from the
- * collector the window waits (the first poll is answered within about
- * a second); a paced agent leaves its schedule to the collector.
+ * collector the window waits, at most AGENT_PACER_FIRST_MS (a pacing
+ * collector answers the first poll within a second, others at once); a
+ * paced agent leaves its schedule to the collector.
  */
 static void
 agent_own_start(struct agent *a, int64_t now)
@@ -601,7 +620,8 @@ agent_own_start(struct agent *a, int64_t now)
 		return;
 	}
 	mode = a->pacer != NULL ? pacer_mode(a->pacer) : PACER_OWN;
-	if (mode == PACER_UNKNOWN) {
+	if (mode == PACER_UNKNOWN && now < a->pacer_since +
+	    AGENT_PACER_FIRST_MS) {
 		a->start_at = now + AGENT_PACER_RECHECK_MS;
 		return;
 	}
@@ -655,14 +675,16 @@ agent_main(void *arg)
 	heap_exclude_thread();
 	while ((deadline = agent_stop_deadline(a, 1)) == 0)
 		agent_sleep_until(a, agent_step(a));
+	/* The pacer winds down while the last profiles are built and sent. */
+	pacer_stop(a->pacer);
 	agent_window_end(a, 1);
 	agent_heap_window_end(a);
-	pacer_free(a->pacer);
-	a->pacer = NULL;
 	if (a->sampler_ready)
 		sampler_stop();
 	if (a->up != NULL)
 		upload_flush(a->up, deadline);
+	pacer_free(a->pacer);
+	a->pacer = NULL;
 	return NULL;
 }
 

@@ -151,7 +151,8 @@ heap_mix(uint64_t k)
 
 /*
  * The next sampling distance: exponential of mean heap_mean, as Go's
- * fastexprand (a 26-bit uniform q, -ln(q / 2^26) * mean + 1).
+ * fastexprand (a 26-bit uniform q, -ln(q / 2^26) * mean + 1); 0 (every
+ * allocation) at rate 1.
  */
 static int64_t
 heap_next(void)
@@ -159,6 +160,9 @@ heap_next(void)
 	uint64_t q;
 	double x;
 
+	/* Rate 1: every allocation (Go's MemProfileRate = 1). */
+	if (heap_mean <= 1)
+		return 0;
 	if (heap_rng == 0) {
 		struct timespec ts;
 

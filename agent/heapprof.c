@@ -137,8 +137,8 @@ heapprof_values(struct build_values *v, const struct heap_snapshot *snap,
 /* Builds the heap and the window's allocs profiles (see heapprof.h). */
 int
 heapprof_build(struct heapprof *p, struct build *b,
-    const struct build_window *w, uint8_t **heap, size_t *heaplen,
-    uint8_t **allocs, size_t *allocslen, char **cause)
+    const struct build_window *w, int remark, uint8_t **heap,
+    size_t *heaplen, uint8_t **allocs, size_t *allocslen, char **cause)
 {
 	struct heap_snapshot snap;
 	struct build_values v;
@@ -211,6 +211,14 @@ heapprof_build(struct heapprof *p, struct build *b,
 	free(abytes);
 	free(hs.v);
 	free(as.v);
-	heap_snapshot_free(&snap);
+	if (remark) {
+		/* The next window starts where this one's counts were read. */
+		heap_snapshot_free(&p->mark);
+		p->mark = snap;
+		qsort(p->mark.buckets, p->mark.nbuckets,
+		    sizeof *p->mark.buckets, heapprof_cmp);
+		p->marked = 1;
+	} else
+		heap_snapshot_free(&snap);
 	return ret;
 }

@@ -335,15 +335,16 @@ calloc(size_t k, size_t n)
 }
 
 /*
- * realloc: a sampled block, or a block to be sampled now, moves into a
- * new block (copied, the old one freed); anything else is the next
- * allocator's realloc.
+ * realloc: a sampled block, or any block when the countdown says this
+ * allocation is to be sampled, moves into a new block (copied, the old
+ * one freed); anything else is the next allocator's realloc.
  */
 void *
 realloc(void *old, size_t n)
 {
 	size_t had;
 	void *p;
+	int due;
 
 	if (!heapwrap_ok()) {
 		if ((p = heapwrap_boot_alloc(n, 16)) != NULL && old != NULL) {
@@ -352,22 +353,34 @@ realloc(void *old, size_t n)
 		}
 		return p;
 	}
-	if (old == NULL)
-		return malloc(n);
-	if (heapwrap_is_boot(old) || heapwrap_tagged(old) ||
-	    (n > 0 && heapwrap_due(n) && heapwrap_fn.usable != NULL)) {
-		had = heapwrap_usable(old);
-		if (n > 0 && (p = heapwrap_sampled(n, 0, 0)) == NULL)
-			return NULL;
-		if (n == 0)
-			p = NULL;
-		else
-			memcpy(p, old, had < n ? had : n);
-		free(old);
+	if (old == NULL) {
+		p = malloc(n);
 		HEAPWRAP_KEEP_FRAME();
 		return p;
 	}
-	return heapwrap_fn.realloc(old, n);
+	due = n > 0 && heapwrap_due(n);
+	if (due && heapwrap_fn.usable == NULL) {
+		/* Cannot move it (its size unknown): not sampled. */
+		heapwrap_left = profd_agent_heap_alloc(NULL, 0, 0);
+		due = 0;
+	}
+	if (!due && !heapwrap_is_boot(old) && !heapwrap_tagged(old))
+		return heapwrap_fn.realloc(old, n);
+	/*
+	 * Moved into a new block: a sampled one when the countdown says so
+	 * (the new size's chance), a plain one otherwise; a sampled or
+	 * arena block never grows in place.
+	 */
+	had = heapwrap_usable(old);
+	p = NULL;
+	if (n > 0 && (p = due ? heapwrap_sampled(n, 0, 0) :
+	    heapwrap_fn.malloc(n)) == NULL)
+		return NULL;
+	if (p != NULL)
+		memcpy(p, old, had < n ? had : n);
+	free(old);
+	HEAPWRAP_KEEP_FRAME();
+	return p;
 }
 
 /* An aligned allocation: memalign, aligned_alloc, valloc, pvalloc. */

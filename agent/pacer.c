@@ -9,8 +9,8 @@
  * A thread of its own long-polls POST {prefix}/api/0/agents/poll with
  * the service, an instance id (host, pid and a random part), the types
  * it can take (cpu, and heap when libprofd-heap is loaded) and its
- * window. The first poll waits at most 1 s, so the agent learns soon
- * whether the collector paces: an answer (a grant or "wait") makes the
+ * window. The first poll is held at most 1 s (and given up after 2 s),
+ * so the agent learns soon whether the collector paces: an answer (a grant or "wait") makes the
  * mode PACED; 404 or 405 (pacing off, an older collector, profefe), 400,
  * 401 or 403 make it OWN for good: the agent keeps its own schedule, and
  * says so once. A collector that cannot be reached leaves the mode AWAY
@@ -25,8 +25,8 @@
  * the slot to another instance at once. "wait" answers are obeyed
  * (delay_ms). The HTTP client is the uploader's (agent/upload.c, its own
  * instance: one connection per poll, nothing held between polls), with a
- * hook that cuts a poll short within 50 ms when the pacer is freed
- * (program exit).
+ * hook that cuts a poll short within 50 ms once the agent stops (program
+ * exit) or the pacer is stopped.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -44,6 +44,7 @@
 #define PACER_FIRST_WAIT_S	1	/* the first poll's hold */
 #define PACER_WAIT_S		30	/* later polls' */
 #define PACER_SLACK_MS		10000	/* HTTP timeout beyond the hold */
+#define PACER_FIRST_SLACK_MS	1000	/* the first poll's: then AWAY */
 #define PACER_BACKOFF_MIN_MS	1000
 #define PACER_BACKOFF_MAX_MS	30000
 #define PACER_BODY_MAX		512
@@ -57,6 +58,7 @@ struct pacer {
 	int			 window_sec;
 	int			 verbose;
 	pacer_notify_cb		*notify;
+	pacer_stopping_cb	*stopping;
 	void			*arg;
 	pthread_t		 thread;
 	int			 started;
@@ -85,24 +87,33 @@ pacer_log(struct pacer *p, const char *fmt, ...)
 	fprintf(stderr, "profd-agent[%d]: %s\n", (int)getpid(), buf);
 }
 
-/* The uploader's hook: cut the poll short once the pacer is stopping. */
-static int64_t
-pacer_hook(void *arg)
+/* Whether the thread is to end: pacer_stop, or the agent is stopping. */
+static int
+pacer_stopping(struct pacer *p)
 {
-	struct pacer *p = arg;
 	int stop;
 
 	pthread_mutex_lock(&p->lock);
 	stop = p->stop;
 	pthread_mutex_unlock(&p->lock);
-	return stop ? upload_now_ms() : 0;
+	return stop || p->stopping(p->arg);
+}
+
+/* The uploader's hook: cut the poll short once the pacer is stopping. */
+static int64_t
+pacer_hook(void *arg)
+{
+	struct pacer *p = arg;
+
+	return pacer_stopping(p) ? upload_now_ms() : 0;
 }
 
 /* A new pacer (see pacer.h). */
 struct pacer *
 pacer_new(const char *url, const char *service, const char *labels,
     const char *token, const char *types, int window_sec, int verbose,
-    pacer_notify_cb *notify, void *arg, char **cause)
+    pacer_notify_cb *notify, pacer_stopping_cb *stopping, void *arg,
+    char **cause)
 {
 	struct pacer *p = xcalloc(1, sizeof *p);
 	pthread_condattr_t ca;
@@ -122,6 +133,7 @@ pacer_new(const char *url, const char *service, const char *labels,
 	p->window_sec = window_sec;
 	p->verbose = verbose;
 	p->notify = notify;
+	p->stopping = stopping;
 	p->arg = arg;
 	if (gethostname(host, sizeof host) != 0)
 		snprintf(host, sizeof host, "host");
@@ -204,20 +216,21 @@ pacer_set_mode(struct pacer *p, int mode)
 static int
 pacer_sleep(struct pacer *p, int64_t ms)
 {
-	int64_t until = upload_now_ms() + ms;
+	int64_t until = upload_now_ms() + ms, slice;
 	struct timespec ts;
-	int stop;
 
-	ts.tv_sec = (time_t)(until / 1000);
-	ts.tv_nsec = (long)(until % 1000) * 1000000;
-	pthread_mutex_lock(&p->lock);
-	while (!p->stop && upload_now_ms() < until)
-		if (pthread_cond_timedwait(&p->cond, &p->lock, &ts) ==
-		    ETIMEDOUT)
-			break;
-	stop = p->stop;
-	pthread_mutex_unlock(&p->lock);
-	return stop;
+	while (!pacer_stopping(p) && upload_now_ms() < until) {
+		slice = upload_now_ms() + 50;
+		if (slice > until)
+			slice = until;
+		ts.tv_sec = (time_t)(slice / 1000);
+		ts.tv_nsec = (long)(slice % 1000) * 1000000;
+		pthread_mutex_lock(&p->lock);
+		if (!p->stop)
+			pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+		pthread_mutex_unlock(&p->lock);
+	}
+	return pacer_stopping(p);
 }
 
 /* A grant: hand it over and remember the slot for the busy polls. */
@@ -273,7 +286,8 @@ pacer_poll(struct pacer *p, int first, int *failures)
 	    p->window_sec, (long long)wait_s, slot[0] ? "&slot=" : "", slot,
 	    p->labels ? "&labels=" : "", p->labels ? p->labels : "");
 	code = upload_request(p->up, "POST", target, wait_s * 1000 +
-	    PACER_SLACK_MS, body, sizeof body);
+	    (first ? PACER_FIRST_SLACK_MS : PACER_SLACK_MS), body,
+	    sizeof body);
 	free(target);
 	if (code == 200) {
 		*failures = 0;
@@ -317,13 +331,7 @@ pacer_main(void *arg)
 	int first = 1, failures = 0;
 	int64_t delay;
 
-	for (;;) {
-		pthread_mutex_lock(&p->lock);
-		if (p->stop) {
-			pthread_mutex_unlock(&p->lock);
-			break;
-		}
-		pthread_mutex_unlock(&p->lock);
+	while (!pacer_stopping(p)) {
 		delay = pacer_poll(p, first, &failures);
 		first = 0;
 		if (delay < 0 || (delay > 0 && pacer_sleep(p, delay)))
@@ -375,9 +383,9 @@ pacer_instance(const struct pacer *p)
 	return p->instance;
 }
 
-/* Stops the thread and frees. */
+/* Asks the thread to end (its poll is cut within 50 ms); no wait. */
 void
-pacer_free(struct pacer *p)
+pacer_stop(struct pacer *p)
 {
 	if (p == NULL)
 		return;
@@ -385,6 +393,15 @@ pacer_free(struct pacer *p)
 	p->stop = 1;
 	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
+}
+
+/* Stops the thread, waits for it and frees. */
+void
+pacer_free(struct pacer *p)
+{
+	if (p == NULL)
+		return;
+	pacer_stop(p);
 	if (p->started)
 		pthread_join(p->thread, NULL);
 	upload_free(p->up);

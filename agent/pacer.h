@@ -23,6 +23,8 @@ struct pacer_grant {
 
 /* Called from the pacer's thread when the mode changes or a grant comes. */
 typedef void	pacer_notify_cb(void *arg);
+/* Asked by the pacer's thread every 50 ms at most: 1 when the agent stops. */
+typedef int	pacer_stopping_cb(void *arg);
 
 struct pacer;
 
@@ -34,13 +36,15 @@ struct pacer;
 struct pacer	*pacer_new(const char *url, const char *service,
 		    const char *labels, const char *token, const char *types,
 		    int window_sec, int verbose, pacer_notify_cb *notify,
-		    void *arg, char **cause);
+		    pacer_stopping_cb *stopping, void *arg, char **cause);
 /* Starts the polling thread; -1 if it cannot be created. */
 int		 pacer_start(struct pacer *);
 /* PACER_UNKNOWN, PACER_PACED, PACER_OWN or PACER_AWAY. */
 int		 pacer_mode(struct pacer *);
 /* Takes the grant waiting, if any: 1 and *g filled, else 0. */
 int		 pacer_take(struct pacer *, struct pacer_grant *g);
+/* Asks the thread to end (its poll cut within 50 ms), without waiting. */
+void		 pacer_stop(struct pacer *);
 /* Ends the thread (its poll cut within 50 ms) and frees everything. */
 void		 pacer_free(struct pacer *);
 /* The instance id sent to the collector (tests, logs). */

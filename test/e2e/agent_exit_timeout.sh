@@ -10,7 +10,11 @@
 #    held up; /bin/sleep under 1 s windows has no samples: nothing is
 #    uploaded or written.
 # 3. A bad PROFD_EXIT_TIMEOUT is one line naming it.
+# The agents run with PROFD_PACING=off: the hanging collector offers no
+# pacing, and its connection count is the uploads' (agent_pacing.sh checks
+# that a pacing poll to a hanging collector holds no exit either).
 . "${top_srcdir:-.}/test/lib/e2e.sh"
+export PROFD_PACING=off
 
 B=${top_builddir:-.}
 SO=$(cd "$B" && pwd)/agent/.libs/libprofd-agent.so

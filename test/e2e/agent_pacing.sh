@@ -61,6 +61,23 @@ check "PROFD_PACING=bogus is refused with one line naming it" \
     grep -q 'PROFD_PACING="bogus" is not auto or off' "$T_TMP/bogus.err"
 profd_stop
 
+# --- a collector that accepts and never answers: the pacing poll holds ---
+# --- neither the first window (past 1.5 s) nor the exit --------------------
+python3 "${top_srcdir:-.}/test/lib/slow_collector.py" "$T_TMP/hport" hang \
+    >"$T_TMP/hconns" 2>/dev/null &
+hang=$!
+for i in $(seq 1 100); do [ -f "$T_TMP/hport" ] && break; sleep 0.05; done
+s0=$(date +%s.%N)
+LD_PRELOAD=$SO PROFD_SERVICE=hang PROFD_COLLECTOR=http://127.0.0.1:$(cat "$T_TMP/hport") \
+    PROFD_WINDOW=1 PROFD_PERIOD=1 PROFD_EXIT_TIMEOUT=200ms PROFD_VERBOSE=1 \
+    "$HOTAPP" -s 3 >/dev/null 2>"$T_TMP/hang.err"
+t=$(echo "$(date +%s.%N) - $s0" | bc)
+check "hanging collector, pacing auto: the program exits on time (${t}s for a 3 s run)" \
+    awk -v t="$t" 'BEGIN { exit !(t < 3.8) }'
+check "...its own windows went on after the first poll went unanswered" \
+    grep -q 'profile 1:' "$T_TMP/hang.err"
+kill "$hang" 2>/dev/null; wait "$hang" 2>/dev/null
+
 # --- the fleet ------------------------------------------------------------
 profd_start --profile-rate $RATE --max-connections 256 ||
 	{ not_ok "profd starts"; done_testing; }
