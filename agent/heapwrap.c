@@ -34,10 +34,8 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <malloc.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -284,9 +282,26 @@ heapwrap_due(size_t n)
 /* Keeps a call from being a tail call (the wrapper's frame must stay). */
 #define HEAPWRAP_KEEP_FRAME()	__asm__ volatile("" ::: "memory")
 
+/*
+ * The C allocation functions, defined under their own names (asm labels)
+ * so that this file's functions carry its prefix and nothing here calls
+ * them through the symbol table by mistake.
+ */
+void	*heapwrap_malloc(size_t) __asm__("malloc");
+void	 heapwrap_free(void *) __asm__("free");
+void	*heapwrap_calloc(size_t, size_t) __asm__("calloc");
+void	*heapwrap_realloc(void *, size_t) __asm__("realloc");
+void	*heapwrap_memalign(size_t, size_t) __asm__("memalign");
+void	*heapwrap_aligned_alloc(size_t, size_t) __asm__("aligned_alloc");
+int	 heapwrap_posix_memalign(void **, size_t, size_t)
+	    __asm__("posix_memalign");
+void	*heapwrap_valloc(size_t) __asm__("valloc");
+void	*heapwrap_pvalloc(size_t) __asm__("pvalloc");
+size_t	 heapwrap_malloc_usable_size(void *) __asm__("malloc_usable_size");
+
 /* malloc: see the file comment. */
 void *
-malloc(size_t n)
+heapwrap_malloc(size_t n)
 {
 	void *p;
 
@@ -302,7 +317,7 @@ malloc(size_t n)
 
 /* free. */
 void
-free(void *p)
+heapwrap_free(void *p)
 {
 	if (p == NULL || heapwrap_is_boot(p))
 		return;
@@ -315,7 +330,7 @@ free(void *p)
 
 /* calloc. */
 void *
-calloc(size_t k, size_t n)
+heapwrap_calloc(size_t k, size_t n)
 {
 	size_t total;
 	void *p;
@@ -340,7 +355,7 @@ calloc(size_t k, size_t n)
  * one freed); anything else is the next allocator's realloc.
  */
 void *
-realloc(void *old, size_t n)
+heapwrap_realloc(void *old, size_t n)
 {
 	size_t had;
 	void *p;
@@ -354,7 +369,7 @@ realloc(void *old, size_t n)
 		return p;
 	}
 	if (old == NULL) {
-		p = malloc(n);
+		p = heapwrap_malloc(n);
 		HEAPWRAP_KEEP_FRAME();
 		return p;
 	}
@@ -378,7 +393,7 @@ realloc(void *old, size_t n)
 		return NULL;
 	if (p != NULL)
 		memcpy(p, old, had < n ? had : n);
-	free(old);
+	heapwrap_free(old);
 	HEAPWRAP_KEEP_FRAME();
 	return p;
 }
@@ -398,7 +413,7 @@ heapwrap_aligned(size_t align, size_t n, heapwrap_memalign_fn next)
 
 /* memalign. */
 void *
-memalign(size_t align, size_t n)
+heapwrap_memalign(size_t align, size_t n)
 {
 	void *p = heapwrap_aligned(align, n, heapwrap_fn.memalign);
 
@@ -408,7 +423,7 @@ memalign(size_t align, size_t n)
 
 /* aligned_alloc. */
 void *
-aligned_alloc(size_t align, size_t n)
+heapwrap_aligned_alloc(size_t align, size_t n)
 {
 	void *p = heapwrap_aligned(align, n, heapwrap_fn.aligned_alloc);
 
@@ -418,7 +433,7 @@ aligned_alloc(size_t align, size_t n)
 
 /* posix_memalign. */
 int
-posix_memalign(void **out, size_t align, size_t n)
+heapwrap_posix_memalign(void **out, size_t align, size_t n)
 {
 	void *p;
 	int rc;
@@ -443,7 +458,7 @@ posix_memalign(void **out, size_t align, size_t n)
 
 /* valloc. */
 void *
-valloc(size_t n)
+heapwrap_valloc(size_t n)
 {
 	void *p = heapwrap_aligned(4096, n, heapwrap_fn.memalign);
 
@@ -453,7 +468,7 @@ valloc(size_t n)
 
 /* pvalloc: whole pages. */
 void *
-pvalloc(size_t n)
+heapwrap_pvalloc(size_t n)
 {
 	void *p = heapwrap_aligned(4096, (n + 4095) & ~(size_t)4095,
 	    heapwrap_fn.memalign);
@@ -464,7 +479,7 @@ pvalloc(size_t n)
 
 /* malloc_usable_size (an arena block's is its requested size). */
 size_t
-malloc_usable_size(void *p)
+heapwrap_malloc_usable_size(void *p)
 {
 	if (p == NULL || (!heapwrap_ok() && !heapwrap_is_boot(p)))
 		return 0;
@@ -626,14 +641,14 @@ heapwrap_new_array_aligned_nothrow(size_t n, size_t al, const void *nt)
 void
 heapwrap_delete(void *p)
 {
-	free(p);
+	heapwrap_free(p);
 }
 
 /* operator delete[](void *). */
 void
 heapwrap_delete_array(void *p)
 {
-	free(p);
+	heapwrap_free(p);
 }
 
 /* operator delete(void *, size_t). */
@@ -641,7 +656,7 @@ void
 heapwrap_delete_sized(void *p, size_t n)
 {
 	(void)n;
-	free(p);
+	heapwrap_free(p);
 }
 
 /* operator delete[](void *, size_t). */
@@ -649,7 +664,7 @@ void
 heapwrap_delete_array_sized(void *p, size_t n)
 {
 	(void)n;
-	free(p);
+	heapwrap_free(p);
 }
 
 /* operator delete(void *, nothrow_t). */
@@ -657,7 +672,7 @@ void
 heapwrap_delete_nothrow(void *p, const void *nt)
 {
 	(void)nt;
-	free(p);
+	heapwrap_free(p);
 }
 
 /* operator delete[](void *, nothrow_t). */
@@ -665,7 +680,7 @@ void
 heapwrap_delete_array_nothrow(void *p, const void *nt)
 {
 	(void)nt;
-	free(p);
+	heapwrap_free(p);
 }
 
 /* operator delete(void *, align_val_t). */
@@ -673,7 +688,7 @@ void
 heapwrap_delete_aligned(void *p, size_t al)
 {
 	(void)al;
-	free(p);
+	heapwrap_free(p);
 }
 
 /* operator delete[](void *, align_val_t). */
@@ -681,7 +696,7 @@ void
 heapwrap_delete_array_aligned(void *p, size_t al)
 {
 	(void)al;
-	free(p);
+	heapwrap_free(p);
 }
 
 /* operator delete(void *, size_t, align_val_t). */
@@ -690,7 +705,7 @@ heapwrap_delete_sized_aligned(void *p, size_t n, size_t al)
 {
 	(void)n;
 	(void)al;
-	free(p);
+	heapwrap_free(p);
 }
 
 /* operator delete[](void *, size_t, align_val_t). */
@@ -699,7 +714,7 @@ heapwrap_delete_array_sized_aligned(void *p, size_t n, size_t al)
 {
 	(void)n;
 	(void)al;
-	free(p);
+	heapwrap_free(p);
 }
 
 /* operator delete(void *, align_val_t, nothrow_t). */
@@ -708,7 +723,7 @@ heapwrap_delete_aligned_nothrow(void *p, size_t al, const void *nt)
 {
 	(void)al;
 	(void)nt;
-	free(p);
+	heapwrap_free(p);
 }
 
 /* operator delete[](void *, align_val_t, nothrow_t). */
@@ -717,7 +732,7 @@ heapwrap_delete_array_aligned_nothrow(void *p, size_t al, const void *nt)
 {
 	(void)al;
 	(void)nt;
-	free(p);
+	heapwrap_free(p);
 }
 
 /* Load time: resolve, and sample from now on if the agent runs. */

@@ -11,7 +11,8 @@
 # Exceptions, by file: common/xmalloc.c (the x* allocation wrappers),
 # agent/agent.c (the public profd_agent_* beside agent_*), agent/heap.c
 # (the profd_agent_heap_* libprofd-heap calls), agent/heapwrap.c (the
-# allocation functions and C++ operators it interposes), agent/exec.c
+# allocation functions and C++ operators it interposes: heapwrap_* in the
+# source, their own names in the object, by asm labels), agent/exec.c
 # (the exec family it interposes), collector/http/evhooks.c (the two
 # libevent functions it interposes), collector/main.c (main).
 . "${top_srcdir:-.}/test/lib/e2e.sh"
@@ -32,7 +33,7 @@ prefix_ok() {
 	agent/heapwrap.c:aligned_alloc|agent/heapwrap.c:posix_memalign|\
 	agent/heapwrap.c:valloc|agent/heapwrap.c:pvalloc|\
 	agent/heapwrap.c:malloc_usable_size|agent/heapwrap.c:_Zn[wa]m*|\
-	agent/heapwrap.c:_Zd[la]Pv*) return 0 ;;
+	agent/heapwrap.c:_Zd[la]Pv*) return 0 ;;	# (asm labels: nm's names)
 	agent/exec.c:exec_*|agent/exec.c:execve|agent/exec.c:execv|\
 	agent/exec.c:execvp|agent/exec.c:execvpe|agent/exec.c:execl|\
 	agent/exec.c:execlp|agent/exec.c:execle|agent/exec.c:fexecve|\
