@@ -5,10 +5,19 @@
  * child, for test/e2e/agent_heap.sh. Run with PROFD_HEAP_RATE=1 every
  * allocation is a sampled block. Exits 0 when every check held.
  * Usage: heapapi [ROUNDS [THREADS]].
+ *
+ * heapapi signals SECONDS: allocations from a signal handler while the
+ * main thread allocates (under the heap profiler, often inside its
+ * sample path): a 1 kHz SIGALRM handler mallocs and frees 24 bytes
+ * (glibc's per-thread cache: no lock), the main thread blocks of 4 to
+ * 8 KiB (its arena); prints the handler's count and exits 0.
  */
 #include <sys/wait.h>
 
+#include <sys/time.h>
+
 #include <errno.h>
+#include <signal.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -116,6 +125,56 @@ worker(void *arg)
 	return NULL;
 }
 
+static volatile sig_atomic_t	handled;
+
+/* The SIGALRM handler: a small allocation and its free. */
+static void
+on_alarm(int sig)
+{
+	char *p = malloc(24);
+
+	(void)sig;
+	if (p != NULL) {
+		p[0] = 1;
+		free(p);
+		handled++;
+	}
+}
+
+/* heapapi signals SECONDS (see the file comment). */
+static int
+signals_mode(double seconds)
+{
+	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+	struct timespec t0, t;
+	struct sigaction sa;
+	unsigned x = 1;
+	char *p;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		x = x * 1103515245 + 12345;
+		if ((p = malloc(4096 + (x >> 20) % 4096)) == NULL)
+			fail("malloc", 4096);
+		else {
+			p[0] = (char)x;
+			free(p);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) +
+	    (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+	memset(&it, 0, sizeof it);
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("heapapi: signals: %ld allocations in the handler, %s\n",
+	    (long)handled, failed ? "FAILED" : "ok");
+	return failed;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -123,6 +182,8 @@ main(int argc, char **argv)
 	pthread_t t[32];
 	pid_t pid;
 
+	if (argc > 2 && strcmp(argv[1], "signals") == 0)
+		return signals_mode(atof(argv[2]));
 	if (argc > 1)
 		rounds = atol(argv[1]);
 	if (threads < 1 || threads > 32)

@@ -242,6 +242,18 @@ for rate in 1 7 4k default; do
 	    "heapapi at rate $rate: every contract holds, exit 0 (${secs}s)"
 	[ "$rc" -eq 0 ] || sed 's/^/# /' "$T_TMP/api.err" | head -n 20
 done
+# Allocations from a signal handler (1 kHz SIGALRM, 24-byte blocks) while
+# the main thread allocates, at rate 1 often inside the sample path: the
+# handler's calls go through unsampled there, never wait on a lock.
+for rate in 1 4k; do
+	timeout -k 5 60 env LD_PRELOAD="$HEAP" PROFD_SERVICE=heap-sig \
+	    "${COMMON[@]}" PROFD_WINDOW=1 PROFD_PERIOD=1 PROFD_HEAP_RATE=$rate \
+	    "$HEAPAPI" signals 2 >"$T_TMP/sig.out" 2>"$T_TMP/sig.err"
+	rc=$?
+	n=$(awk '/signals:/ { print $3 }' "$T_TMP/sig.out")
+	check "heapapi at rate $rate: malloc and free in a signal handler during sampled allocations: exit $rc, ${n:-no} handler allocations in 2 s" \
+	    test "$rc" = 0 -a "${n:-0}" -ge 200
+done
 # At rate 1 every allocation is sampled (the agent then scales nothing,
 # as Go's scaleHeapSample does for rate 1: "all samples were collected"),
 # so the counts are exact. heapapi's 4 threads x 20,000 rounds each make 8
