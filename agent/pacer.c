@@ -76,15 +76,13 @@ struct pacer {
 static void __attribute__((format(printf, 2, 3)))
 pacer_log(struct pacer *p, const char *fmt, ...)
 {
-	char buf[512];
 	va_list ap;
 
 	if (!p->verbose)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
+	upload_vsay(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "profd-agent[%d]: %s\n", (int)getpid(), buf);
 }
 
 /* Whether the thread is to end: pacer_stop, or the agent is stopping. */
@@ -153,22 +151,33 @@ pacer_new(const char *url, const char *service, const char *labels,
 	return p;
 }
 
-/* The value of "key" in a flat JSON object: a string into out. */
-static int
-pacer_json_str(const char *body, const char *key, char *out, size_t size)
+/*
+ * Where the value of "key" starts in a flat JSON object (the collector's
+ * answers: bare objects of strings and numbers), or NULL.
+ */
+static const char *
+pacer_json_value(const char *body, const char *key)
 {
 	char pat[40];
-	const char *v, *end;
+	const char *v;
 
 	snprintf(pat, sizeof pat, "\"%s\"", key);
 	if ((v = strstr(body, pat)) == NULL)
-		return -1;
+		return NULL;
 	v += strlen(pat);
 	v += strspn(v, " \t\r\n");
 	if (*v++ != ':')
-		return -1;
-	v += strspn(v, " \t\r\n");
-	if (*v++ != '"' || (end = strchr(v, '"')) == NULL ||
+		return NULL;
+	return v + strspn(v, " \t\r\n");
+}
+
+/* The value of "key": a string into out (size bytes); -1 if none. */
+static int
+pacer_json_str(const char *body, const char *key, char *out, size_t size)
+{
+	const char *v = pacer_json_value(body, key), *end;
+
+	if (v == NULL || *v++ != '"' || (end = strchr(v, '"')) == NULL ||
 	    (size_t)(end - v) >= size)
 		return -1;
 	memcpy(out, v, (size_t)(end - v));
@@ -176,20 +185,15 @@ pacer_json_str(const char *body, const char *key, char *out, size_t size)
 	return 0;
 }
 
-/* The value of "key" in a flat JSON object: a number (-1 if none). */
+/* The value of "key": a number (-1 if none or negative). */
 static int64_t
 pacer_json_int(const char *body, const char *key)
 {
-	char pat[40], *end;
-	const char *v;
+	const char *v = pacer_json_value(body, key);
+	char *end;
 	long long n;
 
-	snprintf(pat, sizeof pat, "\"%s\"", key);
-	if ((v = strstr(body, pat)) == NULL)
-		return -1;
-	v += strlen(pat);
-	v += strspn(v, " \t\r\n");
-	if (*v++ != ':')
+	if (v == NULL)
 		return -1;
 	errno = 0;
 	n = strtoll(v, &end, 10);

@@ -97,19 +97,27 @@ upload_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* One agent line on stderr: "profd-agent[PID]: ..." (see upload.h). */
+void
+upload_vsay(const char *fmt, va_list ap)
+{
+	char buf[512];
+
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	fprintf(stderr, "profd-agent[%d]: %s\n", (int)getpid(), buf);
+}
+
 /* One line on stderr when verbose (never otherwise: it is the program's). */
 static void __attribute__((format(printf, 2, 3)))
 upload_log(struct upload *u, const char *fmt, ...)
 {
-	char buf[512];
 	va_list ap;
 
 	if (!u->verbose)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
+	upload_vsay(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "profd-agent[%d]: %s\n", (int)getpid(), buf);
 }
 
 /* Percent-encodes everything but unreserved characters. */

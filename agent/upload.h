@@ -7,6 +7,7 @@
 #ifndef PROFD_AGENT_UPLOAD_H
 #define PROFD_AGENT_UPLOAD_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,12 @@ const char	*upload_target(const struct upload *);
 /* In a fork child: closes the inherited copy of a socket in use. */
 void		 upload_atfork_child(struct upload *);
 void		 upload_free(struct upload *);
+
+/*
+ * One line of the agent's on stderr, "profd-agent[PID]: " and fmt's text
+ * (the uploader's and the pacer's verbose lines).
+ */
+void		 upload_vsay(const char *fmt, va_list ap);
 
 /* Percent-encodes s for a query value. Returns a new string. */
 char		*upload_escape(const char *s);
