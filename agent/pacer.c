@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/heap.h"
 #include "agent/pacer.h"
 #include "agent/upload.h"
 #include "common/xmalloc.h"
@@ -335,6 +336,7 @@ pacer_main(void *arg)
 	int first = 1, failures = 0;
 	int64_t delay;
 
+	heap_exclude_thread();	/* the agent's own allocations: not sampled */
 	while (!pacer_stopping(p)) {
 		delay = pacer_poll(p, first, &failures);
 		first = 0;

@@ -195,6 +195,8 @@ main(int argc, char **argv)
 		worker((void *)(uintptr_t)99);
 		_exit(failed);
 	}
+	/* for the test: which pids may label profiles (the child's too) */
+	fprintf(stderr, "heapapi: pids %d %d\n", (int)getpid(), (int)pid);
 	for (i = 0; i < threads; i++)
 		pthread_join(t[i], NULL);
 	if (pid < 0 || waitpid(pid, &status, 0) != pid ||
