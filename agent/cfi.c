@@ -814,6 +814,29 @@ cfi_put(struct cfi_table *t, size_t *cap, uint64_t pc,
 }
 
 /*
+ * Builds the page index of t (see cfi.h): 4 bytes per 512 bytes of
+ * code, 0.8% of the text's size.
+ */
+static void
+cfi_index_pages(struct cfi_table *t)
+{
+	size_t k, i = 0;
+
+	free(t->page);
+	t->page = NULL;
+	t->npages = 0;
+	if (t->n == 0)
+		return;
+	t->npages = ((size_t)t->rows[t->n - 1].pc >> CFI_PAGE_SHIFT) + 1;
+	t->page = xreallocarray(NULL, t->npages + 1, sizeof *t->page);
+	for (k = 0; k <= t->npages; k++) {
+		while (i < t->n && (t->rows[i].pc >> CFI_PAGE_SHIFT) < k)
+			i++;
+		t->page[k] = (uint32_t)i;
+	}
+}
+
+/*
  * Sorts the FDEs, drops any that overlaps one kept before it, and writes
  * the rows with pcs relative to the lowest address, a CFI_CFA_NONE row
  * at the end of each FDE not followed directly by the next.
@@ -855,6 +878,7 @@ cfi_flatten(struct cfi_table *t, struct cfi_build *b)
 	t->bad = b->bad;
 	if (t->n > 0 && t->n < cap)
 		t->rows = xreallocarray(t->rows, t->n, sizeof *t->rows);
+	cfi_index_pages(t);
 }
 
 /* Parses one section into t, which must have no rows yet. */
@@ -911,6 +935,7 @@ cfi_free(struct cfi_table *t)
 	if (t == NULL)
 		return;
 	free(t->rows);
+	free(t->page);
 	free(t->loads);
 	free(t);
 }
@@ -922,16 +947,25 @@ cfi_offset_to_vaddr(const struct cfi_table *t, uint64_t off, uint64_t *vaddr)
 	return elffile_offset_to_vaddr(t->loads, t->nloads, off, vaddr);
 }
 
-/* Binary search: the last row at or below vaddr. */
+/* The last row at or below vaddr: a binary search of its page's rows. */
 const struct cfi_row *
 cfi_find(const struct cfi_table *t, uint64_t vaddr)
 {
-	size_t lo = 0, hi = t->n, mid;
+	size_t lo = 0, hi = t->n, mid, k;
 	uint64_t rel;
 
 	if (t->n == 0 || vaddr < t->base || vaddr - t->base > UINT32_MAX)
 		return NULL;
 	rel = vaddr - t->base;
+	/*
+	 * Rows of earlier pages are all <= rel, rows of later ones all
+	 * above it: the answer's successor is within the page's range.
+	 */
+	if (t->page != NULL && (k = (size_t)(rel >> CFI_PAGE_SHIFT)) <
+	    t->npages) {
+		lo = t->page[k];
+		hi = t->page[k + 1];
+	}
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		if (t->rows[mid].pc <= rel)

@@ -50,7 +50,16 @@ struct cfi_table {
 	size_t			 bad;		/* FDEs skipped (malformed,
 						   overlapping) */
 	int			 debug_frame;	/* rows came from .debug_frame */
+	/*
+	 * page[k]: the first row at or past pc k << CFI_PAGE_SHIFT, for
+	 * k <= npages (page[npages] = n): a lookup searches one page's
+	 * rows (a few cache lines) instead of the whole table.
+	 */
+	uint32_t		*page;
+	size_t			 npages;
 };
+
+#define CFI_PAGE_SHIFT	9	/* 512 bytes of code: ~25 rows */
 
 void			 cfi_free(struct cfi_table *);
 

@@ -765,7 +765,8 @@ unwind_get_stats(struct unwind_stats *st)
 		st->tables++;
 		st->rows += unwind_files[i]->cfi->n;
 		st->table_bytes += unwind_files[i]->cfi->n *
-		    sizeof(struct cfi_row) + unwind_files[i]->cfi->nloads *
+		    sizeof(struct cfi_row) + (unwind_files[i]->cfi->npages +
+		    1) * sizeof(uint32_t) + unwind_files[i]->cfi->nloads *
 		    sizeof(struct elffile_load) + sizeof(struct cfi_table);
 	}
 	st->misses = atomic_load(&unwind_misses);

@@ -169,6 +169,41 @@ test_count(const struct cfi_table *t, int cfa)
 	return n;
 }
 
+/* The last row at or below vaddr by a search of the whole table. */
+static const struct cfi_row *
+test_find_whole(const struct cfi_table *t, uint64_t vaddr)
+{
+	size_t lo = 0, hi = t->n, mid;
+
+	if (t->n == 0 || vaddr < t->base || vaddr - t->base > UINT32_MAX)
+		return NULL;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (t->rows[mid].pc <= vaddr - t->base)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == 0 ? NULL : &t->rows[lo - 1];
+}
+
+/* Whether cfi_find (through its page index) agrees at every address. */
+static int
+test_pages_agree(const struct cfi_table *t, uint64_t *checked)
+{
+	uint64_t a, end = t->base + (t->n ? t->rows[t->n - 1].pc : 0) + 4096;
+
+	*checked = 0;
+	for (a = t->base >= 4096 ? t->base - 4096 : 0; a < end;
+	    a++, (*checked)++)
+		if (cfi_find(t, a) != test_find_whole(t, a)) {
+			printf("# %#llx: the paged lookup disagrees\n",
+			    (unsigned long long)a);
+			return 0;
+		}
+	return 1;
+}
+
 /* Milliseconds since ts. */
 static double
 test_ms_since(const struct timespec *ts)
@@ -232,6 +267,12 @@ test_parse_real(void)
 	    "an undefined return address (clone3's child) is marked");
 	ok(cfi_offset_to_vaddr(t, 0x30000, &a) == 0 && a == 0x30000,
 	    "libc: file offset to link address through PT_LOAD");
+	ok(t->page != NULL && t->npages == (t->rows[t->n - 1].pc >>
+	    CFI_PAGE_SHIFT) + 1 && t->page[t->npages] == t->n,
+	    "libc: a page index of %zu pages", t->npages);
+	i = (size_t)test_pages_agree(t, &a);
+	ok(i, "libc: the paged lookup finds the whole table's row at each "
+	    "of %llu addresses", (unsigned long long)a);
 	cfi_free(t);
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
