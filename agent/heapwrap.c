@@ -7,23 +7,26 @@
  *
  * Each wrapper calls the next definition (glibc's, or whatever allocator
  * comes after us), resolved with dlsym(RTLD_NEXT) on first use. dlsym
- * itself may allocate: while a thread resolves, its allocations come
- * from a small static arena (blocks recognised by address, never freed).
+ * itself may allocate: while a thread resolves, its
+ * allocations come from a small static arena (blocks tagged as sampled
+ * blocks are, recognised by address in free's slow path, never freed).
  * The fast path of an allocation is a thread-local countdown of bytes
  * (initial-exec TLS): an allocation that does not cross it costs a
  * subtraction and a branch before the jump to the next malloc. One that
  * does is a sampled block: allocated 64 bytes (or twice the alignment)
  * larger, the caller's pointer p placed 16, 32 or 64 bytes in (so that
  * p - 16 lies in p's own page), and a tag written in the 16 bytes before
- * p: p XOR a
- * random per-process secret, and the offset. The agent records it with
+ * p: p XOR a random per-process secret (drawn before the first tag),
+ * and the offset. The agent records it with
  * its stack and draws the next distance. A free reads the 8 bytes at
  * p - 16 (glibc's chunk header: the cache line its own free reads next)
  * and compares them with p's tag: only a sampled block matches, and only
  * it asks the agent (a table lookup) and is freed at its real start.
  * Nothing is read before a pointer in the first 16 bytes of a page,
  * which a sampled block never has (page-aligned requests, valloc and
- * pvalloc, are never sampled). operator new and delete (every variant) are interposed too, so
+ * pvalloc, are never sampled); only such a pointer is checked against
+ * the arena's bounds. operator new and delete (every variant) are
+ * interposed too, so
  * C++ programs' samples start at the caller of new, not inside it; a
  * throwing new that fails falls back to the C++ runtime's own (new
  * handler, std::bad_alloc).
@@ -55,7 +58,15 @@ typedef void	*(*heapwrap_memalign_fn)(size_t, size_t);
 typedef int	 (*heapwrap_posix_memalign_fn)(void **, size_t, size_t);
 typedef size_t	 (*heapwrap_usable_fn)(void *);
 
-/* The next definitions. */
+extern void	*__libc_malloc(size_t);
+extern void	 __libc_free(void *);
+extern void	*__libc_calloc(size_t, size_t);
+extern void	*__libc_realloc(void *, size_t);
+extern void	*__libc_memalign(size_t, size_t);
+extern void	*__libc_valloc(size_t);
+extern void	*__libc_pvalloc(size_t);
+
+/* The next definitions (glibc's entry points until resolved). */
 static struct {
 	heapwrap_malloc_fn		malloc, valloc, pvalloc;
 	heapwrap_free_fn		free;
@@ -64,11 +75,15 @@ static struct {
 	heapwrap_memalign_fn		memalign, aligned_alloc;
 	heapwrap_posix_memalign_fn	posix_memalign;
 	heapwrap_usable_fn		usable;
-} heapwrap_fn;
+} heapwrap_fn = {
+	.malloc = __libc_malloc, .free = __libc_free, .calloc = __libc_calloc,
+	.realloc = __libc_realloc,
+};
 
 static _Atomic int		heapwrap_ready;
+static _Atomic int		heapwrap_keyed;	/* heapwrap_secret drawn */
 static int64_t			heapwrap_mean;		/* 0: off */
-/* The tag key: random from the constructor on (no block is tagged before). */
+/* The tag key: drawn before the first block is tagged (heapwrap_key). */
 static uintptr_t		heapwrap_secret = 0x5bd1e995c0ffee11ULL;
 static _Alignas(64) unsigned char heapwrap_boot[HEAPWRAP_BOOT_SIZE];
 static _Atomic size_t		heapwrap_boot_used;
@@ -78,14 +93,6 @@ static __thread int64_t heapwrap_left
 static __thread int heapwrap_seeded __attribute__((tls_model("initial-exec")));
 static __thread int heapwrap_resolving
     __attribute__((tls_model("initial-exec")));
-
-extern void	*__libc_malloc(size_t);
-extern void	 __libc_free(void *);
-extern void	*__libc_calloc(size_t, size_t);
-extern void	*__libc_realloc(void *, size_t);
-extern void	*__libc_memalign(size_t, size_t);
-extern void	*__libc_valloc(size_t);
-extern void	*__libc_pvalloc(size_t);
 
 /* Whether p came from the bootstrap arena. */
 static inline int
@@ -130,6 +137,8 @@ heapwrap_boot_alloc(size_t n, size_t align)
 	} while (!atomic_compare_exchange_weak(&heapwrap_boot_used, &off,
 	    start + n));
 	memcpy(heapwrap_boot + start - sizeof n, &n, sizeof n);
+	((uintptr_t *)(heapwrap_boot + start))[-2] =
+	    (uintptr_t)(heapwrap_boot + start) ^ heapwrap_secret;
 	return heapwrap_boot + start;
 }
 
@@ -152,10 +161,30 @@ heapwrap_next(const char *name, void *fb)
 	return f != NULL ? f : fb;
 }
 
+/*
+ * Draws the tag key, once, before anything is tagged (getrandom is a
+ * system call: it allocates nothing).
+ */
+static void
+heapwrap_key(void)
+{
+	uintptr_t secret = 0;
+	int expect = 0;
+
+	if (!atomic_compare_exchange_strong(&heapwrap_keyed, &expect, 1))
+		return;
+	if (getrandom(&secret, sizeof secret, GRND_NONBLOCK) !=
+	    (ssize_t)sizeof secret)
+		secret = ((uintptr_t)&secret * 0x9e3779b97f4a7c15ULL) ^
+		    ((uintptr_t)getpid() << 32) ^ (uintptr_t)heapwrap_boot;
+	heapwrap_secret = secret | 1;
+}
+
 /* Finds the next definitions (this thread allocates from the arena). */
 static void
 heapwrap_resolve(void)
 {
+	heapwrap_key();
 	heapwrap_resolving = 1;
 	heapwrap_fn.malloc = (heapwrap_malloc_fn)heapwrap_next("malloc",
 	    (void *)__libc_malloc);
@@ -305,26 +334,41 @@ heapwrap_malloc(size_t n)
 {
 	void *p;
 
+	/* Not due: resolved (a new thread's countdown starts due). */
+	if (__builtin_expect(!heapwrap_due(n), 1))
+		return heapwrap_fn.malloc(n);
 	if (!heapwrap_ok())
 		return heapwrap_boot_alloc(n, 16);
-	if (heapwrap_due(n)) {
-		p = heapwrap_sampled(n, 0, 0);
-		HEAPWRAP_KEEP_FRAME();
-		return p;
-	}
-	return heapwrap_fn.malloc(n);
+	p = heapwrap_sampled(n, 0, 0);
+	HEAPWRAP_KEEP_FRAME();
+	return p;
 }
 
-/* free. */
+/* free of a tagged block: a sampled one, or the arena's (kept). */
+static __attribute__((noinline)) void
+heapwrap_free_tagged(void *p)
+{
+	if (!heapwrap_is_boot(p))
+		heapwrap_free_sampled(p);
+}
+
+/*
+ * free: a pointer past its page's first 16 bytes (nearly all) is
+ * checked for a tag; one within them (NULL, page-aligned) for the arena.
+ */
 void
 heapwrap_free(void *p)
 {
-	if (p == NULL || heapwrap_is_boot(p))
+	uintptr_t a = (uintptr_t)p;
+
+	if (__builtin_expect((a & 4095) >= 16, 1)) {
+		if (__builtin_expect(*(const uintptr_t *)(a - 16) ==
+		    (a ^ heapwrap_secret), 0)) {
+			heapwrap_free_tagged(p);
+			return;
+		}
+	} else if (p == NULL || heapwrap_is_boot(p))
 		return;
-	if (heapwrap_tagged(p)) {
-		heapwrap_free_sampled(p);
-		return;
-	}
 	heapwrap_fn.free(p);
 }
 
@@ -339,14 +383,13 @@ heapwrap_calloc(size_t k, size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (__builtin_expect(!heapwrap_due(total), 1))
+		return heapwrap_fn.calloc(k, n);
 	if (!heapwrap_ok())
 		return heapwrap_boot_alloc(total, 16);	/* arena is zeroed */
-	if (heapwrap_due(total)) {
-		p = heapwrap_sampled(total, 0, 1);
-		HEAPWRAP_KEEP_FRAME();
-		return p;
-	}
-	return heapwrap_fn.calloc(k, n);
+	p = heapwrap_sampled(total, 0, 1);
+	HEAPWRAP_KEEP_FRAME();
+	return p;
 }
 
 /*
@@ -739,13 +782,8 @@ heapwrap_delete_array_aligned_nothrow(void *p, size_t al, const void *nt)
 __attribute__((constructor)) static void
 heapwrap_init(void)
 {
-	uintptr_t secret = 0;
-
+	heapwrap_key();
 	heapwrap_ok();
-	if (getrandom(&secret, sizeof secret, GRND_NONBLOCK) !=
-	    (ssize_t)sizeof secret)
-		secret = (uintptr_t)&secret ^ ((uintptr_t)getpid() << 32);
-	heapwrap_secret = secret | 1;
 	heapwrap_mean = profd_agent_heap_start();
 	heapwrap_left = 0;
 	heapwrap_seeded = 0;
