@@ -10,20 +10,20 @@
  * (agent/unwind.c, from registers read right here) and counts one
  * allocation in its bucket: a (stack, size) pair with cumulative
  * allocation and free counts, as Go's runtime keeps its memory profile.
- * The block goes into the live table (address -> its bucket's key) so
- * its free is counted. Stacks are identified by a 64-bit hash, buckets by
+ * The bucket's key goes back to libprofd-heap, which keeps it in the
+ * block's own header, so the block's free counts one free in the bucket
+ * of that key: no table of live blocks is kept or searched (the live
+ * set is the blocks themselves). Stacks are identified by a 64-bit hash, buckets by
  * a 64-bit key (stack hash and size), both held in the hash indexes with
- * a bucket's counts: a sample of a (stack, size) seen before reads and
- * writes one line of the bucket index and one of the live table, beside
- * the walk (three times fewer cache misses than comparing frames).
+ * a bucket's counts: a sample of a (stack, size) seen before, and its
+ * free, read and write one line of the bucket index, besides the walk.
  * libprofd-heap tags sampled blocks, so an unsampled free (nearly all)
  * never gets here.
  *
  * Memory: stacks, frames and buckets are append-only arrays in anonymous
  * mappings reserved once (MAP_NORESERVE, touched in order as they fill);
- * their hash indexes and the live table are mappings doubled (and
- * rehashed) past half full, so what is resident follows what is used.
- * HEAP_MAX_* bound them all (about 90 MiB of address space at most,
+ * their hash indexes are mappings doubled (and rehashed) past half full, so what is resident follows what is used.
+ * HEAP_MAX_* bound them all (about 57 MiB of address space at most,
  * resident as used: a few hundred KiB for a program of a few thousand
  * allocation sites); nothing here calls malloc. Past a bound a sample
  * is dropped and counted.
@@ -85,17 +85,9 @@ struct heap_stackslot {
 	uint32_t	n;
 };
 
-/* A live sampled block. */
-struct heap_live {
-	uintptr_t	ptr;		/* 0: empty */
-	uint64_t	key;		/* its bucket's key */
-};
-
 static int	heap_index_grow(struct heap_index *);
 
 #define HEAP_INDEX_MIN	1024
-#define HEAP_LIVE_MIN	4096
-#define HEAP_LIVE_SLOTS_MAX	(1 << 21)	/* >= 2 HEAP_MAX_LIVE */
 
 static pthread_mutex_t		 heap_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int		 heap_on;
@@ -109,9 +101,6 @@ static size_t			 heap_nstacks;
 static struct heap_index	 heap_stack_index;
 static uintptr_t		*heap_pcs;	/* append-only */
 static size_t			 heap_npcs;
-static struct heap_live		*heap_live;	/* open addressing */
-static size_t			 heap_live_cap;
-static size_t			 heap_nlive;
 static uint64_t			 heap_dropped;
 
 static __thread int heap_busy __attribute__((tls_model("initial-exec")));
@@ -235,10 +224,8 @@ profd_agent_heap_start(void)
 	heap_buckets = heap_reserve(HEAP_MAX_BUCKETS * sizeof *heap_buckets);
 	heap_stacks = heap_reserve(HEAP_MAX_STACKS * sizeof *heap_stacks);
 	heap_pcs = heap_reserve(HEAP_MAX_PCS * sizeof *heap_pcs);
-	heap_live_cap = HEAP_LIVE_MIN;
-	heap_live = heap_reserve(heap_live_cap * sizeof *heap_live);
 	if (heap_buckets == NULL || heap_stacks == NULL || heap_pcs == NULL ||
-	    heap_live == NULL || heap_index_grow(&heap_bucket_index) != 0 ||
+	    heap_index_grow(&heap_bucket_index) != 0 ||
 	    heap_index_grow(&heap_stack_index) != 0) {
 		heap_busy = 0;
 		return 0;
@@ -376,67 +363,6 @@ heap_bucket_free(uint64_t key)
 		b->frees++;
 }
 
-/* The live slot of ptr, or of the empty slot where it would go. */
-static size_t
-heap_live_slot(uintptr_t ptr)
-{
-	size_t i, mask = heap_live_cap - 1;
-
-	for (i = heap_mix(ptr) & mask;
-	    heap_live[i].ptr != 0 && heap_live[i].ptr != ptr;
-	    i = (i + 1) & mask)
-		;
-	return i;
-}
-
-/* Doubles the live table; -1 if it cannot grow. */
-static int
-heap_live_grow(void)
-{
-	struct heap_live *old = heap_live;
-	size_t oldcap = heap_live_cap, i, j;
-
-	if (2 * oldcap > HEAP_LIVE_SLOTS_MAX ||
-	    (heap_live = heap_reserve(2 * oldcap * sizeof *heap_live)) ==
-	    NULL) {
-		heap_live = old;
-		return -1;
-	}
-	heap_live_cap = 2 * oldcap;
-	for (i = 0; i < oldcap; i++) {
-		if (old[i].ptr == 0)
-			continue;
-		j = heap_live_slot(old[i].ptr);
-		heap_live[j] = old[i];
-	}
-	munmap(old, oldcap * sizeof *old);
-	return 0;
-}
-
-/* Removes live slot i, shifting later entries of its run back. */
-static void
-heap_live_remove(size_t i)
-{
-	size_t j = i, home;
-
-	for (;;) {
-		heap_live[i].ptr = 0;
-		for (;;) {
-			j = (j + 1) & (heap_live_cap - 1);
-			if (heap_live[j].ptr == 0)
-				return;
-			home = heap_mix(heap_live[j].ptr) &
-			    (heap_live_cap - 1);
-			/* j may move to i unless its home lies in (i, j]. */
-			if (i <= j ? (home <= i || home > j) :
-			    (home <= i && home > j))
-				break;
-		}
-		heap_live[i] = heap_live[j];
-		i = j;
-	}
-}
-
 /*
  * Starts loading the line of the slot key would probe first (a hint:
  * read without the lock, a prefetch never faults), so the miss overlaps
@@ -451,37 +377,20 @@ heap_prefetch(const void *base, size_t cap, size_t size, uint64_t key)
 }
 
 /*
- * Records one sample under the lock (h: the stack's hash, key: the
- * bucket's); 1 if ptr went into the live table.
+ * Records one sample under the lock (pcs[n]: its stack, of hash h; key:
+ * its bucket's); 0 if it could not be (the tables full).
  */
 static int
-heap_insert(uintptr_t ptr, uint64_t size, const uintptr_t *pcs, uint32_t n,
-    uint64_t h, uint64_t key)
+heap_insert(uint64_t size, const uintptr_t *pcs, uint32_t n, uint64_t h,
+    uint64_t key)
 {
 	struct heap_slot *b;
-	size_t i;
 
 	if ((b = heap_bucket_find(key, pcs, n, h, size)) == NULL) {
 		heap_dropped++;
 		return 0;
 	}
 	b->allocs++;
-	if (2 * (heap_nlive + 1) > heap_live_cap)
-		heap_live_grow();
-	i = heap_live_slot(ptr);
-	if (heap_live[i].ptr == ptr) {
-		/* Freed where we could not see it: it is not live. */
-		heap_bucket_free(heap_live[i].key);
-	} else if (heap_nlive >= HEAP_MAX_LIVE ||
-	    2 * (heap_nlive + 1) > heap_live_cap) {
-		/* Counted as allocated, never as live. */
-		b->frees++;
-		heap_dropped++;
-		return 0;
-	} else
-		heap_nlive++;
-	heap_live[i].ptr = ptr;
-	heap_live[i].key = key;
 	return 1;
 }
 
@@ -510,22 +419,21 @@ heap_regs(struct unwind_regs *r)
 
 /* A sampled allocation (see heap.h). */
 __attribute__((noinline)) int64_t
-profd_agent_heap_alloc(void *ptr, size_t size, unsigned skip)
+profd_agent_heap_alloc(void *ptr, size_t size, unsigned skip, uint64_t *keyp)
 {
 	uintptr_t pcs[HEAP_MAX_FRAMES + 8];
 	struct unwind_regs regs;
-	uint64_t h, key;
+	uint64_t h, key = 0;
 	uint32_t n;
 	int64_t next;
 
+	if (keyp != NULL)
+		*keyp = 0;
 	if (heap_busy)
 		return heap_mean;
 	heap_busy = 1;
 	next = heap_next();
 	if (ptr != NULL && heap_enabled()) {
-		heap_prefetch(__atomic_load_n(&heap_live, __ATOMIC_RELAXED),
-		    __atomic_load_n(&heap_live_cap, __ATOMIC_RELAXED),
-		    sizeof *heap_live, heap_mix((uintptr_t)ptr));
 		heap_regs(&regs);
 		skip += HEAP_SKIP_SELF;
 		n = unwind_walk_now(&regs, pcs, HEAP_MAX_FRAMES + skip);
@@ -534,39 +442,34 @@ profd_agent_heap_alloc(void *ptr, size_t size, unsigned skip)
 			n = skip + 1;
 		}
 		h = heap_stack_hash(pcs + skip, n - skip);
-		key = heap_bucket_keyof(h, size);
+		if ((key = heap_bucket_keyof(h, size)) == 0)
+			key = 1;	/* 0 means "not recorded" */
+		/* The index's line is on its way while the lock is taken. */
 		heap_prefetch(__atomic_load_n(&heap_bucket_index.slot,
 		    __ATOMIC_RELAXED), __atomic_load_n(&heap_bucket_index.cap,
 		    __ATOMIC_RELAXED), sizeof *heap_bucket_index.slot, key);
 		pthread_mutex_lock(&heap_lock);
-		heap_insert((uintptr_t)ptr, size, pcs + skip, n - skip, h, key);
+		if (!heap_insert(size, pcs + skip, n - skip, h, key))
+			key = 0;
 		pthread_mutex_unlock(&heap_lock);
 	}
+	if (keyp != NULL)
+		*keyp = key;
 	heap_busy = 0;
 	return next;
 }
 
-/* A free of a block that may be sampled (see heap.h). */
-int
-profd_agent_heap_free(void *ptr)
+/* A sampled block is freed (see heap.h). */
+void
+profd_agent_heap_free(uint64_t key)
 {
-	size_t i;
-	int found = 0;
-
-	if (heap_busy || !heap_enabled())
-		return 0;
+	if (key == 0 || heap_busy || !heap_enabled())
+		return;
 	heap_busy = 1;
 	pthread_mutex_lock(&heap_lock);
-	i = heap_live_slot((uintptr_t)ptr);
-	if (heap_live[i].ptr == (uintptr_t)ptr) {
-		heap_bucket_free(heap_live[i].key);
-		heap_live_remove(i);
-		heap_nlive--;
-		found = 1;
-	}
+	heap_bucket_free(key);
 	pthread_mutex_unlock(&heap_lock);
 	heap_busy = 0;
-	return found;
 }
 
 /* Copies the tables (agent thread; see heap.h). */

@@ -1,7 +1,7 @@
 /*
  * The heap profiler's tables: sampled allocations by stack and size
- * (buckets, cumulative counts as Go's runtime keeps them) and the live
- * sampled blocks, filled from the allocation wrappers of libprofd-heap
+ * (buckets, cumulative counts as Go's runtime keeps them), filled from
+ * the allocation wrappers of libprofd-heap
  * (agent/heapwrap.c) through the profd_agent_heap_* calls, read by the
  * agent thread for each heap profile (agent/heapprof.c).
  */
@@ -16,7 +16,6 @@
 #define HEAP_MAX_BUCKETS	(1 << 18)	/* (stack, size) pairs */
 #define HEAP_MAX_STACKS		(1 << 16)
 #define HEAP_MAX_PCS		(1 << 22)	/* frames of all stacks */
-#define HEAP_MAX_LIVE		(1 << 20)	/* live sampled blocks */
 
 /* One bucket as a snapshot holds it. */
 struct heap_bucket {
@@ -71,10 +70,13 @@ int64_t	profd_agent_heap_start(void);
 /*
  * A sampled allocation of size bytes at ptr (NULL: only draw the next
  * distance): records it with its caller's stack, skipping the wrapper's
- * skip frames. Returns the next sampling distance in bytes.
+ * skip frames, and sets *key (if key is not NULL) to its bucket's key
+ * for the block's free (0: not recorded). Returns the next sampling
+ * distance in bytes.
  */
-int64_t	profd_agent_heap_alloc(void *ptr, size_t size, unsigned skip);
-/* A sampled block is being freed: 1 if it was recorded (and is no more). */
-int	profd_agent_heap_free(void *ptr);
+int64_t	profd_agent_heap_alloc(void *ptr, size_t size, unsigned skip,
+	    uint64_t *key);
+/* A sampled block of bucket key is freed (0: one not recorded). */
+void	profd_agent_heap_free(uint64_t key);
 
 #endif

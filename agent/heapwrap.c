@@ -14,20 +14,20 @@
  * (initial-exec TLS): an allocation that does not cross it costs a
  * subtraction and a branch before the jump to the next malloc. One that
  * does is a sampled block: allocated 64 bytes (or twice the alignment)
- * larger, the caller's pointer p placed 16, 32 or 64 bytes in (so that
- * p - 16 lies in p's own page), and a tag written in the 16 bytes before
- * p: p XOR a random per-process secret (drawn before the first tag),
- * and the offset. The agent records it with
- * its stack and draws the next distance. A free reads the 8 bytes at
- * p - 16 (glibc's chunk header: the cache line its own free reads next)
- * and compares them with p's tag: only a sampled block matches, and only
- * it asks the agent (a table lookup) and is freed at its real start.
- * Nothing is read before a pointer in the first 16 bytes of a page,
+ * larger, the caller's pointer p placed 32 or 64 bytes in (so that p - 16
+ * lies in p's own page), and a header written in the 24 bytes before p:
+ * the key of its bucket that the agent returns when it records the
+ * block with its stack (at p - 24), p XOR a random per-process secret
+ * drawn before the first tag (the tag, at p - 16) and the offset (p - 8).
+ * A free reads the 8 bytes at p - 16 (glibc's chunk header: the cache
+ * line its own free reads next) and compares them with p's tag: only a
+ * sampled block matches, and only it hands the agent its key (one
+ * bucket counts the free: no table of live blocks) and is freed at its
+ * real start. Nothing is read before a pointer in the first 16 bytes of a page,
  * which a sampled block never has (page-aligned requests, valloc and
  * pvalloc, are never sampled); only such a pointer is checked against
  * the arena's bounds. operator new and delete (every variant) are
- * interposed too, so
- * C++ programs' samples start at the caller of new, not inside it; a
+ * interposed too, so C++ programs' samples start at the caller of new, not inside it; a
  * throwing new that fails falls back to the C++ runtime's own (new
  * handler, std::bad_alloc).
  *
@@ -241,6 +241,7 @@ static __attribute__((noinline)) void *
 heapwrap_sampled(size_t n, size_t align, int zero)
 {
 	size_t off, total;
+	uint64_t key;
 	int64_t next;
 	char *q, *p;
 
@@ -250,13 +251,13 @@ heapwrap_sampled(size_t n, size_t align, int zero)
 	}
 	if (!heapwrap_seeded) {
 		heapwrap_seeded = 1;
-		next = profd_agent_heap_alloc(NULL, 0, 0);
+		next = profd_agent_heap_alloc(NULL, 0, 0, NULL);
 		if ((heapwrap_left = next - (int64_t)n) > 0)
 			return heapwrap_plain(n, align, zero);
 	}
 	/* A page-aligned block cannot carry its tag in its own page. */
 	if (align >= 4096) {
-		heapwrap_left = profd_agent_heap_alloc(NULL, 0, 0);
+		heapwrap_left = profd_agent_heap_alloc(NULL, 0, 0, NULL);
 		return heapwrap_plain(n, align, zero);
 	}
 	off = align > HEAPWRAP_PAD ? align : HEAPWRAP_PAD;
@@ -266,15 +267,14 @@ heapwrap_sampled(size_t n, size_t align, int zero)
 	}
 	if ((q = heapwrap_plain(total, align, zero)) == NULL)
 		return NULL;
-	/* 16 bytes in if that keeps p - 16 in p's page, else off or 2 off. */
+	/* off bytes in if that keeps p - 16 in p's page, else 2 off. */
 	p = q + off;
-	if (align <= 16 && (((uintptr_t)q + 16) & 4095) >= 16)
-		p = q + 16;
-	else if (((uintptr_t)p & 4095) < 16)
+	if (((uintptr_t)p & 4095) < 16)
 		p += off;
-	((uintptr_t *)p)[-2] = (uintptr_t)p ^ heapwrap_secret;
 	((uintptr_t *)p)[-1] = (uintptr_t)(p - q);
-	heapwrap_left = profd_agent_heap_alloc(p, n, HEAPWRAP_SKIP);
+	heapwrap_left = profd_agent_heap_alloc(p, n, HEAPWRAP_SKIP, &key);
+	((uint64_t *)p)[-3] = key;
+	((uintptr_t *)p)[-2] = (uintptr_t)p ^ heapwrap_secret;
 	return p;
 }
 
@@ -282,7 +282,7 @@ heapwrap_sampled(size_t n, size_t align, int zero)
 static __attribute__((noinline)) void
 heapwrap_free_sampled(void *p)
 {
-	profd_agent_heap_free(p);
+	profd_agent_heap_free(((const uint64_t *)p)[-3]);
 	((uintptr_t *)p)[-2] = 0;
 	heapwrap_fn.free(heapwrap_base(p));
 }
@@ -419,7 +419,7 @@ heapwrap_realloc(void *old, size_t n)
 	due = n > 0 && heapwrap_due(n);
 	if (due && heapwrap_fn.usable == NULL) {
 		/* Cannot move it (its size unknown): not sampled. */
-		heapwrap_left = profd_agent_heap_alloc(NULL, 0, 0);
+		heapwrap_left = profd_agent_heap_alloc(NULL, 0, 0, NULL);
 		due = 0;
 	}
 	if (!due && !heapwrap_is_boot(old) && !heapwrap_tagged(old))
