@@ -1,8 +1,9 @@
 /*
  * mallocstress: an allocator stress test for the heap profiler's
  * overhead benchmark (tools/bench/agent-overhead -P malloc). Each
- * thread keeps a ring of 4,096 live blocks and replaces one per step: frees the oldest,
- * allocates 8 to 2,048 bytes (malloc, calloc or realloc) and touches it.
+ * thread keeps a ring of 4,096 live blocks and replaces one per step:
+ * frees the oldest, allocates 8 to 2,048 bytes (malloc, calloc or
+ * realloc) and touches it.
  * Usage: mallocstress [MILLION_STEPS [THREADS]]; prints the checksum.
  */
 #include <pthread.h>
