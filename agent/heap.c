@@ -13,20 +13,22 @@
  * The bucket's key goes back to libprofd-heap, which keeps it in the
  * block's own header, so the block's free counts one free in the bucket
  * of that key: no table of live blocks is kept or searched (the live
- * set is the blocks themselves). Stacks are identified by a 64-bit hash, buckets by
- * a 64-bit key (stack hash and size), both held in the hash indexes with
- * a bucket's counts: a sample of a (stack, size) seen before, and its
- * free, read and write one line of the bucket index, besides the walk.
+ * set is the blocks themselves). Stacks are identified by a 64-bit
+ * hash, buckets by a 64-bit key (stack hash and size), both held in the
+ * hash indexes with a bucket's counts: a sample of a (stack, size) seen
+ * before, and its free, read and write one line of the bucket index,
+ * besides the walk.
  * libprofd-heap tags sampled blocks, so an unsampled free (nearly all)
  * never gets here.
  *
  * Memory: stacks, frames and buckets are append-only arrays in anonymous
  * mappings reserved once (MAP_NORESERVE, touched in order as they fill);
- * their hash indexes are mappings doubled (and rehashed) past half full, so what is resident follows what is used.
- * HEAP_MAX_* bound them all (about 57 MiB of address space at most,
- * resident as used: a few hundred KiB for a program of a few thousand
- * allocation sites); nothing here calls malloc. Past a bound a sample
- * is dropped and counted.
+ * their hash indexes are mappings doubled (and rehashed) before they
+ * pass half full (an index that cannot grow takes no new key), so what
+ * is resident follows what is used. HEAP_MAX_* bound them all (about
+ * 57 MiB of address space at most, resident as used: a few hundred KiB
+ * for a program of a few thousand allocation sites); nothing here calls
+ * malloc. Past a bound a sample is dropped and counted.
  *
  * Concurrency: one mutex over the tables, taken only by sampled
  * allocations, frees of sampled blocks and the agent thread's
@@ -276,6 +278,22 @@ heap_index_grow(struct heap_index *x)
 	return 0;
 }
 
+/*
+ * Room in index x (holding n entries) for one more, key's empty slot at
+ * *i: grown first if the entry would take it past half full, so probes
+ * stay short and always end. -1 if it cannot grow.
+ */
+static int
+heap_index_room(struct heap_index *x, size_t n, size_t *i, uint64_t key)
+{
+	if (2 * (n + 1) <= x->cap)
+		return 0;
+	if (heap_index_grow(x) != 0)
+		return -1;
+	*i = heap_index_probe(x, key);
+	return 0;
+}
+
 /* A stack's 64-bit hash (its identity: see heap_stack_find). */
 static uint64_t
 heap_stack_hash(const uintptr_t *pcs, uint32_t n)
@@ -310,7 +328,8 @@ heap_stack_find(const uintptr_t *pcs, uint32_t n, uint64_t h)
 
 	if (x->slot[i].idx1 != 0)
 		return x->slot[i].idx1 - 1;
-	if (heap_nstacks >= HEAP_MAX_STACKS || heap_npcs + n > HEAP_MAX_PCS)
+	if (heap_nstacks >= HEAP_MAX_STACKS || heap_npcs + n > HEAP_MAX_PCS ||
+	    heap_index_room(x, heap_nstacks, &i, h) != 0)
 		return -1;
 	s = &heap_stacks[heap_nstacks];
 	memcpy(&heap_pcs[heap_npcs], pcs, n * sizeof *pcs);
@@ -319,8 +338,6 @@ heap_stack_find(const uintptr_t *pcs, uint32_t n, uint64_t h)
 	heap_npcs += n;
 	x->slot[i].key = h;
 	x->slot[i].idx1 = (uint32_t)++heap_nstacks;
-	if (2 * heap_nstacks > x->cap)
-		heap_index_grow(x);
 	return (int64_t)heap_nstacks - 1;
 }
 
@@ -340,6 +357,7 @@ heap_bucket_find(uint64_t key, const uintptr_t *pcs, uint32_t n, uint64_t h,
 	if (x->slot[i].idx1 != 0)
 		return &x->slot[i];
 	if (heap_nbuckets >= HEAP_MAX_BUCKETS ||
+	    heap_index_room(x, heap_nbuckets, &i, key) != 0 ||
 	    (st = heap_stack_find(pcs, n, h)) < 0)
 		return NULL;
 	b = &heap_buckets[heap_nbuckets];
@@ -347,8 +365,6 @@ heap_bucket_find(uint64_t key, const uintptr_t *pcs, uint32_t n, uint64_t h,
 	b->size = size;
 	x->slot[i].key = key;
 	x->slot[i].idx1 = (uint32_t)++heap_nbuckets;
-	if (2 * heap_nbuckets > x->cap && heap_index_grow(x) == 0)
-		i = heap_index_probe(x, key);
 	return &x->slot[i];
 }
 
@@ -361,19 +377,6 @@ heap_bucket_free(uint64_t key)
 
 	if (b->idx1 != 0)
 		b->frees++;
-}
-
-/*
- * Starts loading the line of the slot key would probe first (a hint:
- * read without the lock, a prefetch never faults), so the miss overlaps
- * the work before the lookup.
- */
-static inline void
-heap_prefetch(const void *base, size_t cap, size_t size, uint64_t key)
-{
-	if (base != NULL && cap != 0)
-		__builtin_prefetch((const char *)base + (key & (cap - 1)) * size,
-		    1);
 }
 
 /*
@@ -444,10 +447,6 @@ profd_agent_heap_alloc(void *ptr, size_t size, unsigned skip, uint64_t *keyp)
 		h = heap_stack_hash(pcs + skip, n - skip);
 		if ((key = heap_bucket_keyof(h, size)) == 0)
 			key = 1;	/* 0 means "not recorded" */
-		/* The index's line is on its way while the lock is taken. */
-		heap_prefetch(__atomic_load_n(&heap_bucket_index.slot,
-		    __ATOMIC_RELAXED), __atomic_load_n(&heap_bucket_index.cap,
-		    __ATOMIC_RELAXED), sizeof *heap_bucket_index.slot, key);
 		pthread_mutex_lock(&heap_lock);
 		if (!heap_insert(size, pcs + skip, n - skip, h, key))
 			key = 0;
