@@ -7,9 +7,10 @@
  *
  * Each wrapper calls the next definition (glibc's, or whatever allocator
  * comes after us), resolved with dlsym(RTLD_NEXT) on first use. dlsym
- * itself may allocate: while a thread resolves, its
- * allocations come from a small static arena (blocks tagged as sampled
- * blocks are, recognised by address in free's slow path, never freed).
+ * itself may allocate: while a thread resolves, its allocations come
+ * from a small static arena (its blocks tagged as sampled blocks are,
+ * told apart by address in free's slow path, never freed); until then
+ * the wrappers call glibc's __libc_* entry points.
  * The fast path of an allocation is a thread-local countdown of bytes
  * (initial-exec TLS): an allocation that does not cross it costs a
  * subtraction and a branch before the jump to the next malloc. One that
@@ -23,13 +24,13 @@
  * line its own free reads next) and compares them with p's tag: only a
  * sampled block matches, and only it hands the agent its key (one
  * bucket counts the free: no table of live blocks) and is freed at its
- * real start. Nothing is read before a pointer in the first 16 bytes of a page,
- * which a sampled block never has (page-aligned requests, valloc and
- * pvalloc, are never sampled); only such a pointer is checked against
- * the arena's bounds. operator new and delete (every variant) are
- * interposed too, so C++ programs' samples start at the caller of new, not inside it; a
- * throwing new that fails falls back to the C++ runtime's own (new
- * handler, std::bad_alloc).
+ * real start. Nothing is read before a pointer in the first 16 bytes of
+ * a page, which a sampled block never has (page-aligned requests, valloc
+ * and pvalloc, are never sampled); only such a pointer is checked
+ * against the arena's bounds. operator new and delete (every variant)
+ * are interposed too, so C++ programs' samples start at the caller of
+ * new, not inside it; a throwing new that fails falls back to the C++
+ * runtime's own (new handler, std::bad_alloc).
  *
  * Until the agent says it runs (its constructor, before any of the
  * program's), nothing is sampled; with PROFD_SERVICE unset the agent is
@@ -81,7 +82,7 @@ static struct {
 };
 
 static _Atomic int		heapwrap_ready;
-static _Atomic int		heapwrap_keyed;	/* heapwrap_secret drawn */
+static _Atomic int		heapwrap_keyed;	/* 1: drawing, 2: drawn */
 static int64_t			heapwrap_mean;		/* 0: off */
 /* The tag key: drawn before the first block is tagged (heapwrap_key). */
 static uintptr_t		heapwrap_secret = 0x5bd1e995c0ffee11ULL;
@@ -163,7 +164,8 @@ heapwrap_next(const char *name, void *fb)
 
 /*
  * Draws the tag key, once, before anything is tagged (getrandom is a
- * system call: it allocates nothing).
+ * system call: it allocates nothing). A thread that finds another one
+ * drawing waits for it: no block may be tagged with the old key.
  */
 static void
 heapwrap_key(void)
@@ -171,13 +173,19 @@ heapwrap_key(void)
 	uintptr_t secret = 0;
 	int expect = 0;
 
-	if (!atomic_compare_exchange_strong(&heapwrap_keyed, &expect, 1))
+	if (atomic_load(&heapwrap_keyed) == 2)
 		return;
+	if (!atomic_compare_exchange_strong(&heapwrap_keyed, &expect, 1)) {
+		while (atomic_load(&heapwrap_keyed) != 2)
+			;	/* the other thread is in one system call */
+		return;
+	}
 	if (getrandom(&secret, sizeof secret, GRND_NONBLOCK) !=
 	    (ssize_t)sizeof secret)
 		secret = ((uintptr_t)&secret * 0x9e3779b97f4a7c15ULL) ^
 		    ((uintptr_t)getpid() << 32) ^ (uintptr_t)heapwrap_boot;
 	heapwrap_secret = secret | 1;
+	atomic_store(&heapwrap_keyed, 2);
 }
 
 /* Finds the next definitions (this thread allocates from the arena). */
