@@ -815,19 +815,24 @@ cfi_put(struct cfi_table *t, size_t *cap, uint64_t pc,
 
 /*
  * Builds the page index of t (see cfi.h): 4 bytes per 512 bytes of
- * code, 0.8% of the text's size.
+ * code, 0.8% of the text's size. A table spread thin over a wide range
+ * (more pages than CFI_PAGES_PER_ROW a row: up to 32 MiB for the 4 GiB
+ * a table may span) gets none and is searched whole.
  */
 static void
 cfi_index_pages(struct cfi_table *t)
 {
-	size_t k, i = 0;
+	size_t k, i = 0, npages;
 
 	free(t->page);
 	t->page = NULL;
 	t->npages = 0;
 	if (t->n == 0)
 		return;
-	t->npages = ((size_t)t->rows[t->n - 1].pc >> CFI_PAGE_SHIFT) + 1;
+	npages = ((size_t)t->rows[t->n - 1].pc >> CFI_PAGE_SHIFT) + 1;
+	if (npages > CFI_PAGES_PER_ROW * t->n + 1024)
+		return;
+	t->npages = npages;
 	t->page = xreallocarray(NULL, t->npages + 1, sizeof *t->page);
 	for (k = 0; k <= t->npages; k++) {
 		while (i < t->n && (t->rows[i].pc >> CFI_PAGE_SHIFT) < k)

@@ -60,6 +60,7 @@ struct cfi_table {
 };
 
 #define CFI_PAGE_SHIFT	9	/* 512 bytes of code: ~25 rows */
+#define CFI_PAGES_PER_ROW 4	/* an index past 4 pages a row is not made */
 
 void			 cfi_free(struct cfi_table *);
 
