@@ -87,6 +87,13 @@ static const struct config_option config_options[] = {
 	    "log to this file instead of stderr (reopened on SIGHUP)" },
 	{ "auth-file", CONFIG_STRING, OFF(auth_file), 0, 0,
 	    "bearer tokens file: lines 'TOKEN read|write|admin'" },
+	{ "tls-cert", CONFIG_STRING, OFF(tls_cert), 0, 0,
+	    "serve HTTPS with this certificate chain (PEM; re-read on "
+	    "SIGHUP)" },
+	{ "tls-key", CONFIG_STRING, OFF(tls_key), 0, 0,
+	    "the private key of --tls-cert (PEM)" },
+	{ "tls-client-ca", CONFIG_STRING, OFF(tls_client_ca), 0, 0,
+	    "mutual TLS: client certificates must chain to these CAs" },
 };
 #define NOPTIONS	(sizeof config_options / sizeof config_options[0])
 
@@ -134,6 +141,9 @@ config_clear(struct config *c)
 	free(c->log_level);
 	free(c->log_file);
 	free(c->auth_file);
+	free(c->tls_cert);
+	free(c->tls_key);
+	free(c->tls_client_ca);
 	free(c->config_file);
 	memset(c, 0, sizeof *c);
 }
@@ -370,5 +380,9 @@ config_parse_args(struct config *c, int argc, char **argv, char **cause)
 			}
 		}
 	}
+	if ((c->tls_cert == NULL) != (c->tls_key == NULL))
+		return xcause(cause, "--tls-cert and --tls-key go together");
+	if (c->tls_client_ca != NULL && c->tls_cert == NULL)
+		return xcause(cause, "--tls-client-ca needs --tls-cert");
 	return 0;
 }

@@ -40,6 +40,9 @@ struct config {
 	char		*log_level;
 	char		*log_file;
 	char		*auth_file;
+	char		*tls_cert;		/* PEM chain: HTTPS on --addr */
+	char		*tls_key;
+	char		*tls_client_ca;		/* mutual TLS */
 	char		*config_file;
 	int		 rebuild_meta;		/* --rebuild-meta: a mode, not a
 						   setting (no config key) */

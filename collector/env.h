@@ -19,6 +19,7 @@ struct metrics;
 struct conns;
 struct httpjob;
 struct api_pacing;
+struct tls;
 
 struct env {
 	const struct config	*cfg;
@@ -33,6 +34,7 @@ struct env {
 	struct conns		*conns;		/* open connections */
 	struct api_pacing	*pacing;	/* polls held for windows;
 						   NULL: none (tests) */
+	struct tls		*tls;		/* HTTPS; NULL: plain HTTP */
 
 	/* HTTP bookkeeping, loop thread only. */
 	int			 stopping;	/* SIGTERM: answer 503 */

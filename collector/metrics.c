@@ -78,6 +78,7 @@ struct metrics {
 	uint64_t		 merges_refused;	/* --max-merges */
 	uint64_t		 timeouts[2];	/* running, queued */
 	struct metrics_pacing	 pacing;
+	struct metrics_tls	 tls;
 	int64_t			 start_time_ns;
 
 	/* Written by workers. */
@@ -334,6 +335,14 @@ metrics_set_pacing(struct metrics *m, const struct metrics_pacing *pc)
 		m->pacing = *pc;
 }
 
+/* Keeps the TLS figures for the next render. */
+void
+metrics_set_tls(struct metrics *m, const struct metrics_tls *t)
+{
+	if (m != NULL)
+		m->tls = *t;
+}
+
 /* Counts profiles deleted by retention. */
 void
 metrics_retention_deleted(struct metrics *m, uint64_t n)
@@ -463,6 +472,35 @@ metrics_render_pacing(struct metrics *m, FILE *f)
 	fprintf(f, "profd_pacing_instances %d\n", pc->instances);
 }
 
+/* The TLS lines, when the listener serves HTTPS. */
+static void
+metrics_render_tls(struct metrics *m, FILE *f)
+{
+	const struct metrics_tls *t = &m->tls;
+	int i;
+
+	if (!t->on)
+		return;
+	metrics_head(f, "profd_tls_handshakes_total", "counter",
+	    "TLS handshakes completed.");
+	fprintf(f, "profd_tls_handshakes_total %llu\n",
+	    (unsigned long long)t->handshakes);
+	metrics_head(f, "profd_tls_handshake_failures_total", "counter",
+	    "Connections whose TLS handshake never completed, by reason.");
+	for (i = 0; i < METRICS_TLS_REASONS; i++) {
+		if (t->reason[i] != NULL)
+			fprintf(f, "profd_tls_handshake_failures_total"
+			    "{reason=\"%s\"} %llu\n", t->reason[i],
+			    (unsigned long long)t->fail[i]);
+	}
+	metrics_head(f, "profd_tls_reloads_total", "counter",
+	    "Certificate reloads on SIGHUP, by result.");
+	fprintf(f, "profd_tls_reloads_total{result=\"ok\"} %llu\n",
+	    (unsigned long long)t->reloads);
+	fprintf(f, "profd_tls_reloads_total{result=\"error\"} %llu\n",
+	    (unsigned long long)t->reload_errors);
+}
+
 /* Writes every metric. */
 void
 metrics_render(struct metrics *m, const struct metrics_gauges *g, FILE *f)
@@ -579,6 +617,7 @@ metrics_render(struct metrics *m, const struct metrics_gauges *g, FILE *f)
 	    "%llu\n", (unsigned long long)atomic_load(&m->merge_damaged));
 	metrics_render_rollups(m, f);
 	metrics_render_pacing(m, f);
+	metrics_render_tls(m, f);
 	metrics_head(f, "profd_retention_seconds", "gauge",
 	    "Configured retention; 0 keeps profiles forever.");
 	fprintf(f, "profd_retention_seconds %lld\n",

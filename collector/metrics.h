@@ -63,6 +63,17 @@ struct metrics_pacing {
 	int		 instances;	/* agent instances tracked */
 };
 
+#define METRICS_TLS_REASONS	8
+
+/* The listener's TLS figures (collector/http/tls.c), loop thread. */
+struct metrics_tls {
+	int		 on;		/* 0: plain HTTP, no TLS lines */
+	uint64_t	 handshakes;	/* completed */
+	const char	*reason[METRICS_TLS_REASONS];	/* names (static) */
+	uint64_t	 fail[METRICS_TLS_REASONS];	/* failed, by reason */
+	uint64_t	 reloads, reload_errors;	/* SIGHUP */
+};
+
 struct metrics;
 
 struct metrics	*metrics_new(void);
@@ -97,6 +108,8 @@ void	metrics_merge_refused(struct metrics *);
 void	metrics_request_timeout(struct metrics *, int queued);
 /* Loop thread: the pacing scheduler's figures now (copied). */
 void	metrics_set_pacing(struct metrics *, const struct metrics_pacing *);
+/* Loop thread: the TLS figures now (copied). */
+void	metrics_set_tls(struct metrics *, const struct metrics_tls *);
 /* Any thread: n profiles deleted by retention so far in a sweep. */
 void	metrics_retention_deleted(struct metrics *, uint64_t n);
 

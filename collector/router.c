@@ -33,6 +33,7 @@
 #include "collector/http/conns.h"
 #include "collector/http/evhooks.h"
 #include "collector/http/reply.h"
+#include "collector/http/tls.h"
 #include "collector/router.h"
 #include "collector/metrics.h"
 #include "common/log.h"
@@ -214,14 +215,32 @@ router_scope(enum metrics_route name)
 	    AUTH_WRITE : AUTH_READ;
 }
 
-/* Checks the bearer token; refuses (401/403) when it does not allow need. */
+/* The verified client certificate's name of req's connection, or NULL. */
+static const char *
+router_peer(struct evhttp_request *req, char *buf, size_t size)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+
+	if (evcon == NULL || tls_peer_name(
+	    evhttp_connection_get_bufferevent(evcon), buf, size) < 0)
+		return NULL;
+	return buf;
+}
+
+/*
+ * Checks the bearer token and the client certificate; refuses (401/403)
+ * when together they do not allow need.
+ */
 static void
 router_authorize(struct router *rt, struct evhttp_request *req, int need,
     struct router_screen *s)
 {
 	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "Authorization");
-	int rc = auth_check(rt->auth, h, need);
+	char name[256];
+	const char *peer = rt->env->tls != NULL ? router_peer(req, name,
+	    sizeof name) : NULL;
+	int rc = auth_check_peer(rt->auth, h, peer, need);
 
 	if (rc == 401) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
@@ -229,7 +248,8 @@ router_authorize(struct router *rt, struct evhttp_request *req, int need,
 		router_refuse(s, 401, h == NULL ? "missing bearer token "
 		    "(Authorization: Bearer TOKEN)" : "unknown bearer token");
 	} else if (rc == 403)
-		router_refuse(s, 403, "this token lacks the %s scope",
+		router_refuse(s, 403, "this %s lacks the %s scope",
+		    h != NULL ? "token" : "certificate",
 		    need == AUTH_WRITE ? "write" : "read");
 }
 

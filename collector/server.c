@@ -28,6 +28,7 @@
 #include "collector/compact.h"
 #include "collector/config.h"
 #include "collector/http/conns.h"
+#include "collector/http/tls.h"
 #include "collector/http/httpjob.h"
 #include "collector/router.h"
 #include "collector/metrics.h"
@@ -77,6 +78,23 @@ server_drain_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* SIGHUP: re-reads the certificate and key (the old ones stay on error). */
+static void
+server_reload_tls(struct server *srv)
+{
+	char *cause = NULL;
+
+	if (srv->env.tls == NULL)
+		return;
+	if (tls_reload(srv->env.tls, &cause) < 0) {
+		log_error("SIGHUP: %s; still serving the previous certificate",
+		    cause);
+		free(cause);
+		return;
+	}
+	log_info("SIGHUP: certificate %s and key re-read", srv->cfg->tls_cert);
+}
+
 /* SIGTERM/SIGINT: stop accepting and drain. */
 static void
 server_signal_cb(evutil_socket_t sig, short what, void *arg)
@@ -88,6 +106,7 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 		log_info("SIGHUP: reopening log file");
 		log_reopen();
 		router_reload_auth(srv->router);
+		server_reload_tls(srv);
 		return;
 	}
 	if (srv->env.stopping) {
@@ -269,6 +288,14 @@ server_bind(struct server *srv, const char *host, int port, char **cause)
 	srv->env.conns = conns_new(srv->env.base, srv->http,
 	    cfg->max_connections, cfg->read_timeout);
 	conns_set_body_max(srv->env.conns, cfg->max_body_memory);
+	if (cfg->tls_cert != NULL) {
+		/* A client certificate is required unless tokens can stand
+		 * in for one (see docs/DESIGN.md, "TLS"). */
+		if ((srv->env.tls = tls_new(cfg->tls_cert, cfg->tls_key,
+		    cfg->tls_client_ca, cfg->auth_file == NULL, cause)) == NULL)
+			return -1;
+		conns_set_tls(srv->env.conns, srv->env.tls);
+	}
 	if ((srv->router = router_new(&srv->env, srv->http, cfg->auth_file,
 	    cause)) == NULL)
 		return -1;
@@ -370,10 +397,15 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	TAILQ_INIT(&env->watched);
 	if (server_split_addr(cfg->addr, &host, &port, cause) < 0)
 		return -1;
-	if (cfg->auth_file == NULL && !server_is_loopback(host))
+	if (!server_is_loopback(host) && cfg->auth_file == NULL &&
+	    cfg->tls_client_ca == NULL)
 		log_warn("no --auth-file and %s is not a loopback address: "
 		    "anyone who can reach it can read and upload profiles",
 		    cfg->addr);
+	if (!server_is_loopback(host) && cfg->tls_cert == NULL)
+		log_warn("no --tls-cert and %s is not a loopback address: "
+		    "profiles%s cross the network in clear text", cfg->addr,
+		    cfg->auth_file != NULL ? " and tokens" : "");
 	server_fit_fd_limit(cfg);
 	evthread_use_pthreads();
 	signal(SIGPIPE, SIG_IGN);
@@ -405,8 +437,9 @@ server_start(struct server *srv, struct config *cfg, char **cause)
 	}
 	free(host);
 	server_add_events(srv);
-	log_info("listening on %s (%s store%s%s, %d workers, %d merge "
-	    "workers, max %d merges)", srv->listen_name,
+	log_info("listening on %s%s (%s store%s%s, %d workers, %d merge "
+	    "workers, max %d merges)", env->tls != NULL ? "https://" : "",
+	    srv->listen_name,
 	    store_backend(env->store), cfg->store ? "" : " in ",
 	    cfg->store ? "" : cfg->data_dir,
 	    (int)cfg->workers, (int)cfg->workers, (int)cfg->max_merges);
@@ -466,6 +499,7 @@ server_free(struct server *srv)
 	if (srv->http != NULL)
 		evhttp_free(srv->http);
 	conns_free(env->conns);
+	tls_free(env->tls);
 	router_free(srv->router);
 	if (env->store != NULL)
 		store_close(env->store);

@@ -3,7 +3,7 @@
 # Runs apt-get as root, or through sudo when not root.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config git
-libevent-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler
+libevent-dev libssl-dev openssl libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler
 libjansson-dev zlib1g-dev libdeflate-dev libpq-dev postgresql curl jq golang-go time clang llvm
 libclang-rt-14-dev wrk sqlite3 util-linux python3 python3.11 gzip linux-perf
 libgoogle-perftools-dev

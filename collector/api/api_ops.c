@@ -31,6 +31,7 @@
 #include "collector/config.h"
 #include "collector/env.h"
 #include "collector/http/reply.h"
+#include "collector/http/tls.h"
 #include "collector/metrics.h"
 #include "common/log.h"
 #include "common/pool.h"
@@ -54,6 +55,29 @@ api_ops_pool(struct env *env)
 	return env->ops_pool != NULL ? env->ops_pool : env->pool;
 }
 
+/* Hands the listener's TLS counters to the metrics (loop thread). */
+static void
+api_ops_tls_figures(struct env *env)
+{
+	struct metrics_tls mt;
+	struct tls_stats st;
+	int i;
+
+	memset(&mt, 0, sizeof mt);
+	if (env->tls != NULL) {
+		tls_get_stats(env->tls, &st);
+		mt.on = 1;
+		mt.handshakes = st.handshakes;
+		for (i = 0; i < TLS_FAIL_N && i < METRICS_TLS_REASONS; i++) {
+			mt.reason[i] = tls_fail_name((enum tls_fail)i);
+			mt.fail[i] = st.fail[i];
+		}
+		mt.reloads = st.reloads;
+		mt.reload_errors = st.reload_errors;
+	}
+	metrics_set_tls(env->metrics, &mt);
+}
+
 /* Renders the metrics and replies (loop thread). */
 static void
 api_ops_metrics_reply(struct env *env, struct evhttp_request *req)
@@ -74,6 +98,7 @@ api_ops_metrics_reply(struct env *env, struct evhttp_request *req)
 	}
 	g.merges = env->merges;
 	g.max_merges = (int)env->cfg->max_merges;
+	api_ops_tls_figures(env);
 	text = metrics_render_string(env->metrics, &g, &len);
 	reply_bytes(env, req, (uint8_t *)text, len, API_OPS_METRICS_TYPE, NULL);
 }

@@ -17,9 +17,16 @@ struct auth_token {
 	int	 scope;
 };
 
+struct auth_cert {
+	char	*name;		/* subject common name */
+	int	 scope;
+};
+
 struct auth {
 	struct auth_token	*tokens;
 	int			 n;
+	struct auth_cert	*certs;
+	int			 ncerts;
 };
 
 /* Frees the tokens, clearing their bytes first. */
@@ -35,6 +42,9 @@ auth_free(struct auth *a)
 		free(a->tokens[i].token);
 	}
 	free(a->tokens);
+	for (i = 0; i < a->ncerts; i++)
+		free(a->certs[i].name);
+	free(a->certs);
 	free(a);
 }
 
@@ -58,7 +68,33 @@ auth_scope(const char *s)
 	return -1;
 }
 
-/* Reads "TOKEN SCOPE" lines. */
+/* A "cert SCOPE NAME" line's rest (after "cert"): 0, or -1 if malformed. */
+static int
+auth_cert_line(struct auth *a, char *rest)
+{
+	char *scope, *name, *end;
+	int sc;
+
+	rest += strspn(rest, " \t");
+	scope = rest;
+	rest += strcspn(rest, " \t\r\n");
+	if (*rest == '\0')
+		return -1;
+	*rest++ = '\0';
+	name = rest + strspn(rest, " \t");
+	end = name + strlen(name);
+	while (end > name && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	if ((sc = auth_scope(scope)) < 0 || *name == '\0')
+		return -1;
+	a->certs = xreallocarray(a->certs, a->ncerts + 1, sizeof *a->certs);
+	a->certs[a->ncerts].name = xstrdup(name);
+	a->certs[a->ncerts].scope = sc;
+	a->ncerts++;
+	return 0;
+}
+
+/* Reads "TOKEN SCOPE" and "cert SCOPE NAME" lines. */
 struct auth *
 auth_load(const char *path, char **cause)
 {
@@ -76,6 +112,17 @@ auth_load(const char *path, char **cause)
 	}
 	while (getline(&line, &cap, f) != -1) {
 		lineno++;
+		tok = line + strspn(line, " \t");
+		if (strncmp(tok, "cert", 4) == 0 && (tok[4] == ' ' ||
+		    tok[4] == '\t')) {
+			if (auth_cert_line(a, tok + 4) < 0) {
+				xcause(cause, "%s:%zu: want \"cert "
+				    "read|write|admin COMMON-NAME\"", path,
+				    lineno);
+				goto fail;
+			}
+			continue;
+		}
 		tok = strtok_r(line, " \t\r\n", &save);
 		if (tok == NULL || *tok == '#')
 			continue;
@@ -99,7 +146,7 @@ auth_load(const char *path, char **cause)
 		a->tokens[a->n].scope = sc;
 		a->n++;
 	}
-	if (a->n == 0) {
+	if (a->n == 0 && a->ncerts == 0) {
 		xcause(cause, "%s: no tokens", path);
 		goto fail;
 	}
@@ -133,12 +180,24 @@ auth_equal(const char *a, size_t alen, const char *b, size_t blen)
 int
 auth_check(const struct auth *a, const char *header, int need)
 {
+	return auth_check_peer(a, header, NULL, need);
+}
+
+/* The scope the token and the certificate give together. */
+int
+auth_check_peer(const struct auth *a, const char *header, const char *peer,
+    int need)
+{
 	const char *t;
 	size_t len;
 	int i, scope = 0;
 
+	for (i = 0; peer != NULL && i < a->ncerts; i++) {
+		if (strcmp(peer, a->certs[i].name) == 0)
+			scope |= a->certs[i].scope;
+	}
 	if (header == NULL || strncasecmp(header, "Bearer ", 7) != 0)
-		return 401;
+		return scope == 0 ? 401 : (scope & need) == need ? 0 : 403;
 	for (t = header + 7; *t == ' '; t++)
 		;
 	len = strlen(t);

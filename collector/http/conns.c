@@ -16,6 +16,7 @@
 
 #include "collector/http/conns.h"
 #include "collector/http/evhooks.h"
+#include "collector/http/tls.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
@@ -24,6 +25,7 @@ struct conn {
 	struct bufferevent	*bev;
 	int64_t			 since;		/* waiting for a request since */
 	int			 busy;		/* a request is being served */
+	int			 cut;		/* cut off by the read timeout */
 	struct evbuffer		*body;		/* a body being received, or */
 	uint8_t			*buf;		/* one of known length, whole */
 	size_t			 cap;		/* buf's size */
@@ -57,6 +59,7 @@ struct conns {
 	struct conn		*last;		/* the last one found */
 	uint64_t		 body_max;	/* --max-body-memory, 0: none */
 	uint64_t		 body_bytes;	/* held by bodies in flight */
+	struct tls		*tls;		/* NULL: plain HTTP */
 };
 
 /* Monotonic ms. */
@@ -105,7 +108,17 @@ conns_bev_cb(struct event_base *base, void *arg)
 	struct conns *c = arg;
 	struct conn *conn = xcalloc(1, sizeof *conn);
 
-	conn->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (c->tls != NULL)
+		conn->bev = tls_bev_new(c->tls, base);
+	else
+		conn->bev = bufferevent_socket_new(base, -1,
+		    BEV_OPT_CLOSE_ON_FREE);
+	/* NULL would make evhttp serve plain HTTP on a TLS port. */
+	if (conn->bev == NULL) {
+		log_error("%s: cannot make a connection's bufferevent",
+		    __func__);
+		abort();
+	}
 	bufferevent_incref(conn->bev);	/* ours, dropped in conns_sweep */
 	conn->since = conns_now_ms();
 	TAILQ_INSERT_TAIL(&c->list, conn, entry);
@@ -310,6 +323,10 @@ conns_sweep_cb(evutil_socket_t fd, short what, void *arg)
 		next = TAILQ_NEXT(conn, entry);
 		if (!conns_alive(conn) && now - conn->since > 50) {
 			/* evhttp has freed the connection */
+			/* evhttp's own read timeout may have closed it */
+			if (c->tls != NULL)
+				tls_bev_done(c->tls, conn->bev, conn->cut ||
+				    (!conn->busy && now - conn->since >= limit));
 			conns_body_release(c, conn);
 			if (c->last == conn)
 				c->last = NULL;
@@ -333,6 +350,7 @@ conns_sweep_cb(evutil_socket_t fd, short what, void *arg)
 			    "connection", __func__, (long long)c->read_timeout);
 			shutdown(sfd, SHUT_RDWR);
 			conn->busy = 1;	/* once */
+			conn->cut = 1;
 		}
 	}
 	conns_update_listener(c);
@@ -385,6 +403,13 @@ conns_accept_error_cb(struct evconnlistener *l, void *arg)
 		    c->count);
 	evconnlistener_disable(l);
 	c->fd_pause_until = conns_now_ms() + CONNS_FD_PAUSE_MS;
+}
+
+/* Serves TLS with t on connections accepted from now on (NULL: plain). */
+void
+conns_set_tls(struct conns *c, struct tls *t)
+{
+	c->tls = t;
 }
 
 /* The listener to pause at the cap (NULL once accepting has stopped). */

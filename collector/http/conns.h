@@ -26,6 +26,7 @@ struct evhttp;
 struct evhttp_bound_socket;
 struct evhttp_request;
 struct evbuffer;
+struct tls;
 
 /*
  * Tracks http's connections (call before binding): at most max open, and
@@ -36,6 +37,8 @@ struct conns	*conns_new(struct event_base *, struct evhttp *, int64_t max,
 /* The listener to pause at the cap; NULL once accepting has stopped. */
 void		 conns_set_listener(struct conns *,
 		    struct evhttp_bound_socket *);
+/* Serves HTTPS with t on connections accepted from now on (NULL: HTTP). */
+void		 conns_set_tls(struct conns *, struct tls *);
 /* Frees the tracking state (after evhttp_free). */
 void		 conns_free(struct conns *);
 /* A complete request arrived on req's connection (loop thread). */

@@ -254,12 +254,56 @@ test_check(void)
 	auth_free(a);
 }
 
+/* "cert SCOPE NAME" lines: names with blanks, scopes joined with tokens. */
+static void
+test_certs(void)
+{
+	struct auth *a;
+	char *cause = NULL;
+	const char *path;
+
+	path = test_auth_write("certs", READER " read\n"
+	    "cert write agent fleet  \r\n\tcert read dashboard\n"
+	    "# cert admin commented out\n");
+	if ((a = auth_load(path, &cause)) == NULL) {
+		printf("Bail out! %s\n", cause);
+		exit(1);
+	}
+	ok(auth_count(a) == 1, "cert lines are not tokens");
+	ok(auth_check_peer(a, NULL, "agent fleet", AUTH_WRITE) == 0,
+	    "a name with a blank, trailing blanks and CRLF trimmed: write");
+	ok(auth_check_peer(a, NULL, "agent fleet", AUTH_READ) == 403,
+	    "the same certificate cannot read: 403");
+	ok(auth_check_peer(a, "Bearer " READER, "agent fleet",
+	    AUTH_ADMIN) == 0, "token and certificate together: both scopes");
+	ok(auth_check_peer(a, NULL, "dashboard", AUTH_READ) == 0,
+	    "a line indented with a tab");
+	ok(auth_check_peer(a, NULL, "agent", AUTH_WRITE) == 401 &&
+	    auth_check_peer(a, NULL, "agent fleet ", AUTH_WRITE) == 401 &&
+	    auth_check_peer(a, NULL, "Agent fleet", AUTH_WRITE) == 401,
+	    "names match whole and exactly: 401 otherwise");
+	ok(auth_check_peer(a, NULL, NULL, AUTH_READ) == 401,
+	    "no token, no certificate: 401");
+	ok(auth_check(a, NULL, AUTH_WRITE) == 401,
+	    "auth_check alone never matches a cert line");
+	auth_free(a);
+	ok(test_auth_fails("certbad", "cert write\n", "want \"cert"),
+	    "a cert line without a name is refused");
+	ok(test_auth_fails("certbad", "cert everything agent\n",
+	    "want \"cert"), "a cert line with an unknown scope is refused");
+	path = test_auth_write("certonly", "cert admin ops\n");
+	a = auth_load(path, &cause);
+	ok(a != NULL && auth_check_peer(a, NULL, "ops", AUTH_ADMIN) == 0,
+	    "a file of cert lines only is valid");
+	auth_free(a);
+}
+
 int
 main(void)
 {
 	const char *names[] = { "good", "nonl", "badscope", "upper", "space",
 	    "noscope", "extra", "short", "empty", "comments", "dup", "dup2",
-	    "check" };
+	    "check", "certs", "certbad", "certonly" };
 	char path[300];
 	size_t i;
 
@@ -271,6 +315,7 @@ main(void)
 	test_load_errors();
 	test_load_duplicates();
 	test_check();
+	test_certs();
 	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
 		snprintf(path, sizeof path, "%s/%s", test_auth_dir, names[i]);
 		unlink(path);
