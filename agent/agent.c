@@ -564,6 +564,8 @@ agent_sleep_until(struct agent *a, int64_t wake)
 static int
 agent_prepare(struct agent *a)
 {
+	struct upload_tls tls = { a->cfg.ca_file, a->cfg.cert_file,
+	    a->cfg.key_file };
 	sigset_t set;
 	char *labels, *cause = NULL;
 
@@ -580,7 +582,8 @@ agent_prepare(struct agent *a)
 		return 0;
 	labels = settings_process_labels(a->cfg.labels);
 	a->up = upload_new(a->cfg.collector, a->cfg.service, labels,
-	    a->cfg.token, (size_t)a->cfg.queue_max, a->cfg.verbose, &cause);
+	    a->cfg.token, &tls, (size_t)a->cfg.queue_max, a->cfg.verbose,
+	    &cause);
 	free(labels);
 	if (a->up == NULL) {
 		agent_log(a, "%s", cause);
@@ -590,7 +593,7 @@ agent_prepare(struct agent *a)
 	upload_set_hook(a->up, agent_upload_hook, a);
 	if (!a->pacing_off) {
 		a->pacer = pacer_new(a->cfg.collector, a->cfg.service,
-		    a->cfg.labels, a->cfg.token, heap_enabled() ? "cpu,heap" :
+		    a->cfg.labels, a->cfg.token, &tls, heap_enabled() ? "cpu,heap" :
 		    "cpu", a->cfg.window_sec, a->cfg.verbose,
 		    agent_pacer_notify, agent_pacer_stopping, a, NULL);
 		if (a->pacer != NULL && pacer_start(a->pacer) != 0) {

@@ -110,7 +110,8 @@ pacer_hook(void *arg)
 /* A new pacer (see pacer.h). */
 struct pacer *
 pacer_new(const char *url, const char *service, const char *labels,
-    const char *token, const char *types, int window_sec, int verbose,
+    const char *token, const struct upload_tls *tls, const char *types,
+    int window_sec, int verbose,
     pacer_notify_cb *notify, pacer_stopping_cb *stopping, void *arg,
     char **cause)
 {
@@ -119,7 +120,7 @@ pacer_new(const char *url, const char *service, const char *labels,
 	char host[64];
 	struct timespec ts;
 
-	if ((p->up = upload_new(url, service, NULL, token, 1, 0,
+	if ((p->up = upload_new(url, service, NULL, token, tls, 1, 0,
 	    cause)) == NULL) {
 		free(p);
 		return NULL;

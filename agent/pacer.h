@@ -33,8 +33,10 @@ struct pacer;
  * or "cpu,heap") with windows of window_sec; NULL with *cause if the URL
  * is not usable. Nothing runs before pacer_start.
  */
+struct upload_tls;
 struct pacer	*pacer_new(const char *url, const char *service,
-		    const char *labels, const char *token, const char *types,
+		    const char *labels, const char *token,
+		    const struct upload_tls *tls, const char *types,
 		    int window_sec, int verbose, pacer_notify_cb *notify,
 		    pacer_stopping_cb *stopping, void *arg, char **cause);
 /* Starts the polling thread; -1 if it cannot be created. */

@@ -17,7 +17,10 @@ extern "C" {
 #endif
 
 struct profd_agent_config {
-	const char	*collector_url;	/* NULL: "http://127.0.0.1:10100" */
+	const char	*collector_url;	/* NULL: "http://127.0.0.1:10100";
+					   https:// reads PROFD_CA_FILE,
+					   PROFD_CERT_FILE, PROFD_KEY_FILE
+					   from the environment */
 	const char	*service;	/* required */
 	const char	*labels;	/* "k=v,k=v" or NULL */
 	const char	*token;		/* sent as "Authorization: Bearer" */

@@ -53,6 +53,33 @@ settings_check_labels(const char *labels, char **cause)
 	return 0;
 }
 
+/*
+ * The TLS files for https:// from the environment (empty: unset), checked
+ * now so that a wrong path is a bad setting, not a silent upload failure.
+ */
+static int
+settings_tls_files(struct settings *out, char **cause)
+{
+	static const char *const names[] = { "PROFD_CA_FILE",
+	    "PROFD_CERT_FILE", "PROFD_KEY_FILE" };
+	char **fields[] = { &out->ca_file, &out->cert_file, &out->key_file };
+	const char *v;
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		if ((v = getenv(names[i])) == NULL || *v == '\0')
+			continue;
+		if (access(v, R_OK) != 0)
+			return xcause(cause, "%s=\"%s\": %s", names[i], v,
+			    strerror(errno));
+		*fields[i] = xstrdup(v);
+	}
+	if ((out->cert_file == NULL) != (out->key_file == NULL))
+		return xcause(cause, "PROFD_CERT_FILE and PROFD_KEY_FILE go "
+		    "together");
+	return 0;
+}
+
 /* Copies in into *out with defaults, checking every field. */
 int
 settings_check(const struct profd_agent_config *in, struct settings *out,
@@ -110,6 +137,8 @@ settings_check(const struct profd_agent_config *in, struct settings *out,
 		out->labels = xstrdup(in->labels);
 	if (in->token != NULL && *in->token != '\0')
 		out->token = xstrdup(in->token);
+	if (settings_tls_files(out, cause) != 0)
+		return -1;
 	if (in->output_dir != NULL && *in->output_dir != '\0')
 		out->output_dir = xstrdup(in->output_dir);
 	return 0;
@@ -123,6 +152,9 @@ settings_clear(struct settings *c)
 	free(c->service);
 	free(c->labels);
 	free(c->token);
+	free(c->ca_file);
+	free(c->cert_file);
+	free(c->key_file);
 	free(c->output_dir);
 	memset(c, 0, sizeof *c);
 }

@@ -20,6 +20,9 @@ struct settings {
 	char	*service;
 	char	*labels;	/* NULL or "k=v,..." */
 	char	*token;
+	char	*ca_file;	/* https://: PROFD_CA_FILE, PROFD_CERT_FILE, */
+	char	*cert_file;	/* PROFD_KEY_FILE (in both modes: the */
+	char	*key_file;	/* public config has no field for them) */
 	char	*output_dir;
 	int	 hz;
 	int	 window_sec;

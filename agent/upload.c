@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdint.h>
@@ -40,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/tlsclient.h"
 #include "agent/upload.h"
 #include "common/xmalloc.h"
 
@@ -79,6 +81,8 @@ struct upload {
 	int				 verbose;
 	uint64_t			 rng;
 	int				 fd;		/* -1 between uploads */
+	struct tlsclient		*tls;		/* https://; else NULL */
+	struct tlsclient_conn		*conn;		/* TLS on fd */
 	dev_t				 fd_dev;
 	ino_t				 fd_ino;
 	int64_t				 deadline;	/* of the exchange */
@@ -105,6 +109,17 @@ upload_vsay(const char *fmt, va_list ap)
 
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	fprintf(stderr, "profd-agent[%d]: %s\n", (int)getpid(), buf);
+}
+
+/* One agent line on stderr, always (for settings the user must fix). */
+static void __attribute__((format(printf, 1, 2)))
+upload_say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	upload_vsay(fmt, ap);
+	va_end(ap);
 }
 
 /* One line on stderr when verbose (never otherwise: it is the program's). */
@@ -215,13 +230,16 @@ upload_fd_close(struct upload *u)
 {
 	if (u->fd == -1)
 		return;
-	if (upload_fd_ours(u))
+	if (upload_fd_ours(u)) {
+		tlsclient_close(u->conn, 1);
 		close(u->fd);
-	else {
+	} else {
+		tlsclient_close(u->conn, 0);
 		u->stats.fds_lost++;
 		upload_log(u, "upload socket %d was closed by the program; "
 		    "forgotten, not closed", u->fd);
 	}
+	u->conn = NULL;
 	u->fd = -1;
 }
 
@@ -254,6 +272,42 @@ upload_wait(struct upload *u, short events)
 		if (n > 0)
 			return (pfd.revents & POLLNVAL) ? -1 : 0;
 	}
+}
+
+/* A TLS failure has been said (once per process: uploader and poller). */
+static _Atomic int upload_tls_said;
+
+/*
+ * TLS on the connected socket: the handshake, verifying the collector's
+ * certificate. A failure is said once even when not verbose (it is a
+ * setting to fix, not a passing outage), then only when verbose.
+ */
+static int
+upload_handshake(struct upload *u)
+{
+	char err[256] = "";
+	int want;
+
+	if ((u->conn = tlsclient_open(u->tls, u->fd, u->host)) == NULL) {
+		snprintf(err, sizeof err, "cannot start a TLS session");
+		goto fail;
+	}
+	for (;;) {
+		if (tlsclient_handshake(u->conn, &want, err, sizeof err) == 0)
+			return 0;
+		if (want == 0)
+			break;
+		if (upload_wait(u, (short)want) != 0) {
+			snprintf(err, sizeof err, "timed out");
+			break;
+		}
+	}
+fail:
+	u->stats.tls_failures++;
+	if (atomic_exchange(&upload_tls_said, 1) == 0 || u->verbose) {
+		upload_say("TLS with %s:%s failed: %s", u->host, u->port, err);
+	}
+	return -1;
 }
 
 /* Opens and connects a socket to the collector; -1 on failure. */
@@ -296,7 +350,56 @@ upload_connect(struct upload *u)
 		upload_fd_close(u);
 	}
 	freeaddrinfo(res);
-	return u->fd == -1 ? -1 : 0;
+	if (u->fd == -1)
+		return -1;
+	if (u->tls != NULL && upload_handshake(u) != 0) {
+		upload_fd_close(u);
+		return -1;
+	}
+	return 0;
+}
+
+/* Sends over TLS; as upload_send_all. */
+static int
+upload_send_tls(struct upload *u, struct iovec *iov, int iovcnt)
+{
+	ssize_t n;
+	int want;
+
+	for (; iovcnt > 0; iov++, iovcnt--) {
+		while (iov->iov_len > 0) {
+			if (!upload_fd_ours(u))
+				return -1;
+			n = tlsclient_write(u->conn, iov->iov_base,
+			    iov->iov_len, &want);
+			if (n < 0) {
+				if (want == 0 || upload_wait(u, (short)want) != 0)
+					return -1;
+				continue;
+			}
+			iov->iov_base = (char *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+/* Receives into buf: bytes, 0 at the end, -1 (errno EAGAIN: wait for
+ * *want). */
+static ssize_t
+upload_recv(struct upload *u, char *buf, size_t len, short *want)
+{
+	ssize_t n;
+	int w = 0;
+
+	*want = POLLIN;
+	if (u->conn == NULL)
+		return recv(u->fd, buf, len, MSG_DONTWAIT);
+	if ((n = tlsclient_read(u->conn, buf, len, &w)) >= 0)
+		return n;
+	errno = w != 0 ? EAGAIN : EIO;
+	*want = (short)w;
+	return -1;
 }
 
 /* Sends the iovecs in full; -1 on error or timeout. */
@@ -306,6 +409,8 @@ upload_send_all(struct upload *u, struct iovec *iov, int iovcnt)
 	struct msghdr msg;
 	ssize_t n;
 
+	if (u->conn != NULL)
+		return upload_send_tls(u, iov, iovcnt);
 	while (iovcnt > 0) {
 		if (iov->iov_len == 0) {
 			iov++;
@@ -352,6 +457,7 @@ upload_read_reply(struct upload *u, char *buf, const char **body)
 	size_t len = 0, want = 0;
 	char *end = NULL, *cl;
 	ssize_t n;
+	short ev;
 	int code;
 
 	*body = "";
@@ -362,15 +468,15 @@ upload_read_reply(struct upload *u, char *buf, const char **body)
 			break;
 		if (!upload_fd_ours(u))
 			return -1;
-		n = recv(u->fd, buf + len, UPLOAD_REPLY_MAX - 1 - len,
-		    MSG_DONTWAIT);
+		n = upload_recv(u, buf + len, UPLOAD_REPLY_MAX - 1 - len,
+		    &ev);
 		if (n == 0)
 			break;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if ((errno != EAGAIN && errno != EWOULDBLOCK) ||
-			    upload_wait(u, POLLIN) != 0)
+			    upload_wait(u, ev) != 0)
 				return -1;
 			continue;
 		}
@@ -528,8 +634,10 @@ upload_send_head(struct upload *u, int64_t deadline, int flushing)
 	upload_backoff(u, flushing);
 }
 
-/* The parts of http://host[:port][/prefix], as spans of the URL. */
+/* The parts of http[s]://host[:port][/prefix], as spans of the URL. */
 struct upload_url {
+	int		 tls;		/* https:// */
+	const char	*rest;		/* after the scheme */
 	const char	*host;		/* without brackets */
 	const char	*hend;
 	const char	*path;		/* "" or "/prefix" */
@@ -543,10 +651,12 @@ upload_split_url(const char *url, struct upload_url *out, char **cause)
 	const char *p;
 	char *end;
 
-	out->port = 80;
-	if (strncasecmp(url, "http://", 7) != 0 || strpbrk(url, "?#@ ") != NULL)
+	out->tls = strncasecmp(url, "https://", 8) == 0;
+	out->port = out->tls ? 443 : 80;
+	if ((!out->tls && strncasecmp(url, "http://", 7) != 0) ||
+	    strpbrk(url, "?#@ ") != NULL)
 		goto bad;
-	out->host = p = url + 7;
+	out->rest = out->host = p = url + (out->tls ? 8 : 7);
 	if (*p == '[') {
 		out->host = ++p;
 		if ((out->hend = strchr(p, ']')) == NULL)
@@ -572,7 +682,7 @@ upload_split_url(const char *url, struct upload_url *out, char **cause)
 	return 0;
 bad:
 	return xcause(cause, "collector URL \"%s\" must be "
-	    "http://host[:port][/prefix]", url);
+	    "http[s]://host[:port][/prefix]", url);
 }
 
 /* Checks that url is one upload_new takes; -1 with *cause if not. */
@@ -584,19 +694,27 @@ upload_check_url(const char *url, char **cause)
 	return upload_split_url(url, &parts, cause);
 }
 
-/* Parses http://host[:port][/prefix] into u; -1 with *cause if unusable. */
+/*
+ * Parses http[s]://host[:port][/prefix] into u (with a TLS context for
+ * https, from tls); -1 with *cause if unusable.
+ */
 static int
-upload_parse_url(struct upload *u, const char *url, char **cause)
+upload_parse_url(struct upload *u, const char *url,
+    const struct upload_tls *tls, char **cause)
 {
 	struct upload_url parts;
 
 	if (upload_split_url(url, &parts, cause) != 0)
 		return -1;
+	if (parts.tls && (u->tls = tlsclient_new(tls != NULL ? tls->ca_file :
+	    NULL, tls != NULL ? tls->cert_file : NULL, tls != NULL ?
+	    tls->key_file : NULL, cause)) == NULL)
+		return -1;
 	u->host = xasprintf("%.*s", (int)(parts.hend - parts.host),
 	    parts.host);
 	u->port = xasprintf("%ld", parts.port);
-	u->hostport = xasprintf("%.*s", (int)(parts.path - (url + 7)),
-	    url + 7);
+	u->hostport = xasprintf("%.*s", (int)(parts.path - parts.rest),
+	    parts.rest);
 	u->target = xstrdup(parts.path);
 	return 0;
 }
@@ -604,7 +722,8 @@ upload_parse_url(struct upload *u, const char *url, char **cause)
 /* Parses the URL and prepares the request target. */
 struct upload *
 upload_new(const char *url, const char *service, const char *labels,
-    const char *token, size_t queue_max, int verbose, char **cause)
+    const char *token, const struct upload_tls *tls, size_t queue_max,
+    int verbose, char **cause)
 {
 	struct upload *u;
 	char *esvc, *elab = NULL, *path;
@@ -612,7 +731,7 @@ upload_new(const char *url, const char *service, const char *labels,
 
 	u = xcalloc(1, sizeof *u);
 	u->fd = -1;
-	if (upload_parse_url(u, url, cause) != 0) {
+	if (upload_parse_url(u, url, tls, cause) != 0) {
 		upload_free(u);
 		return NULL;
 	}
@@ -744,6 +863,10 @@ upload_atfork_child(struct upload *u)
 {
 	if (u != NULL && u->fd != -1 && upload_fd_ours(u))
 		close(u->fd);
+	if (u != NULL) {
+		u->conn = NULL;	/* the parent's, mid-use: left alone */
+		u->fd = -1;
+	}
 }
 
 /* Frees everything; the socket, if any, is closed only if still ours. */
@@ -763,5 +886,6 @@ upload_free(struct upload *u)
 	free(u->prefix);
 	free(u->elab);
 	free(u->auth);
+	tlsclient_free(u->tls);
 	free(u);
 }

@@ -19,6 +19,15 @@ struct upload_stats {
 	uint64_t	dropped;	/* pushed out of a full queue */
 	uint64_t	failures;	/* 5xx, connection errors, timeouts */
 	uint64_t	fds_lost;	/* sockets the program closed on us */
+	uint64_t	tls_failures;	/* handshakes that failed */
+};
+
+/* TLS files for https:// (any may be NULL: the system's CAs, no client
+ * certificate). */
+struct upload_tls {
+	const char	*ca_file;
+	const char	*cert_file;
+	const char	*key_file;
 };
 
 /*
@@ -29,12 +38,15 @@ struct upload_stats {
 typedef int64_t (*upload_hook_cb)(void *arg);
 
 /*
- * Prepares uploads to url (http://host[:port][/prefix]) for the service
- * and labels ("k=v,k=v", may be NULL). Returns NULL with *cause set if the
- * URL is not usable.
+ * Prepares uploads to url (http[s]://host[:port][/prefix]) for the
+ * service and labels ("k=v,k=v", may be NULL); https:// verifies the
+ * collector's certificate (tls: its CA file, a client certificate; may
+ * be NULL) and never falls back to plain HTTP. Returns NULL with *cause
+ * set if the URL is not usable or TLS cannot be set up.
  */
 struct upload	*upload_new(const char *url, const char *service,
-		    const char *labels, const char *token, size_t queue_max,
+		    const char *labels, const char *token,
+		    const struct upload_tls *tls, size_t queue_max,
 		    int verbose, char **cause);
 /*
  * One request of the agent's own (the pacing poll) on a new connection:

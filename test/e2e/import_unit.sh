@@ -71,7 +71,7 @@ for k in addr data-dir retention workers max-body max-inflated max-merge-profile
 done
 is "$missing" "" "profd.conf.example has the documented keys"
 sed -n 's/^# \([a-z][a-z-]*\) = /\1 = /p' "$CONF" |
-	grep -v -e '^data-dir' -e '^log-file' -e '^auth-file' -e '^addr' \
+	grep -v -e '^data-dir' -e '^log-file' -e '^auth-file' -e '^addr' -e '^tls-' \
 	    -e '^store = ' >"$T_TMP/profd.conf"
 if [ -x "$PROFD" ] && "$PROFD" --version 2>&1 | grep -q .; then
 	# --config, --rebuild-meta and --copy-to exist on the command line only

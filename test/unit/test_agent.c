@@ -397,6 +397,7 @@ test_settings(void)
 	struct settings c;
 	char *cause = NULL, *s;
 	struct upload *up;
+	struct upload_tls tls = { NULL, NULL, NULL };
 	int rc;
 
 	memset(&in, 0, sizeof in);
@@ -451,20 +452,42 @@ test_settings(void)
 	    "labels are percent-encoded (%s)", s);
 	free(s);
 	up = upload_new("http://h:1/pfx/", "svc x", "env=a b,zone=eu",
-	    NULL, 0, 0, NULL);
+	    NULL, NULL, 0, 0, NULL);
 	ok(up != NULL && strcmp(upload_target(up), "/pfx/api/0/profiles?"
 	    "service=svc%20x&type=cpu&labels=env=a%20b,zone=eu") == 0,
 	    "upload target: %s", up ? upload_target(up) : "NULL");
 	upload_free(up);
-	up = upload_new("https://h/", "svc", NULL, NULL, 0, 0, &cause);
-	ok(up == NULL && cause != NULL, "https is refused: %s", cause);
+	up = upload_new("https://h/p", "svc", NULL, NULL, NULL, 0, 0, &cause);
+	ok(up != NULL && strcmp(upload_target(up), "/p/api/0/profiles?"
+	    "service=svc&type=cpu") == 0, "https parses (port 443): %s",
+	    cause != NULL ? cause : "ok");
+	upload_free(up);
 	free(cause);
 	cause = NULL;
-	up = upload_new("http://h:99999/", "svc", NULL, NULL, 0, 0, &cause);
+	tls.ca_file = "/nonexistent/ca.pem";
+	up = upload_new("https://h/", "svc", NULL, NULL, &tls, 0, 0, &cause);
+	ok(up == NULL && cause != NULL && strstr(cause, "/nonexistent/ca.pem"),
+	    "an unreadable CA file is refused at once: %s", cause);
+	free(cause);
+	cause = NULL;
+	tls.ca_file = NULL;
+	tls.cert_file = "/nonexistent/cert.pem";
+	up = upload_new("https://h/", "svc", NULL, NULL, &tls, 0, 0, &cause);
+	ok(up == NULL && cause != NULL && strstr(cause, "go together"),
+	    "a client certificate without its key is refused: %s", cause);
+	free(cause);
+	cause = NULL;
+	up = upload_new("ftp://h/", "svc", NULL, NULL, NULL, 0, 0, &cause);
+	ok(up == NULL && cause != NULL, "ftp is refused: %s", cause);
+	free(cause);
+	cause = NULL;
+	up = upload_new("http://h:99999/", "svc", NULL, NULL, NULL, 0, 0,
+	    &cause);
 	ok(up == NULL && cause != NULL, "port 99999 is refused: %s", cause);
 	free(cause);
 	cause = NULL;
-	up = upload_new("http://[::1]:10100", "svc", NULL, NULL, 0, 0, &cause);
+	up = upload_new("http://[::1]:10100", "svc", NULL, NULL, NULL, 0, 0,
+	    &cause);
 	ok(up != NULL && strcmp(upload_target(up), "/api/0/profiles?"
 	    "service=svc&type=cpu") == 0, "an IPv6 literal with a port parses");
 	upload_free(up);
