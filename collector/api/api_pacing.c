@@ -31,6 +31,7 @@
 #include "collector/api/params.h"
 #include "collector/config.h"
 #include "collector/env.h"
+#include "collector/http/conns.h"
 #include "collector/http/reply.h"
 #include "collector/metrics.h"
 #include "collector/pacing.h"
@@ -200,13 +201,12 @@ api_pacing_watch_cb(evutil_socket_t fd, short what, void *arg)
 	char c;
 
 	n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-	if (n > 0) {
-		event_del(h->watch);
+	if (!conns_fd_gone(fd)) {
+		/* Bytes (a pipelined request) or nothing yet. */
+		if (n > 0)
+			event_del(h->watch);
 		return;
 	}
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-	    errno == EINTR))
-		return;
 	api_pacing_release(h);
 	pacing_forget(ap->core, h->w);
 	out = evhttp_request_get_output_headers(h->req);

@@ -2,6 +2,7 @@
  * Connection tracking: the cap on open connections and the deadline for
  * receiving a request. See conns.h for how it works with libevent 2.1.
  */
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -466,6 +467,17 @@ conns_unsent(const struct conns *c)
 			n++;
 	}
 	return n;
+}
+
+/* The peer has shut its side down, or the socket failed (see conns.h). */
+int
+conns_fd_gone(int fd)
+{
+	struct pollfd p = { fd, POLLRDHUP, 0 };
+
+	if (poll(&p, 1, 0) < 0)
+		return 0;
+	return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
 /* Open connections. */

@@ -45,6 +45,12 @@ void		 conns_free(struct conns *);
 void		 conns_request_started(struct conns *, struct evhttp_request *);
 /* The reply to req's connection has been handed to evhttp. */
 void		 conns_request_done(struct conns *, struct evhttp_request *);
+/*
+ * True if the peer on socket fd has closed its side (or the connection
+ * failed), even with bytes still unread: a TLS client's close_notify is
+ * such bytes, so peeking for end-of-file alone would miss its going.
+ */
+int		 conns_fd_gone(int fd);
 /* Open connections now. */
 int		 conns_count(const struct conns *);
 /*

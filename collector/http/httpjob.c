@@ -20,6 +20,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "collector/http/conns.h"
 #include "collector/http/httpjob.h"
 #include "collector/http/reply.h"
 #include "collector/config.h"
@@ -255,19 +256,13 @@ httpjob_client_gone(struct evhttp_request *req)
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct bufferevent *bev;
 	evutil_socket_t fd;
-	char c;
-	ssize_t n;
 
 	if (evcon == NULL)
 		return 1;
 	if ((bev = evhttp_connection_get_bufferevent(evcon)) == NULL ||
 	    (fd = bufferevent_getfd(bev)) < 0)
 		return 1;
-	n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-	if (n == 0)
-		return 1;
-	return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
-	    errno != EINTR;
+	return conns_fd_gone(fd);
 }
 
 /* Marks watched jobs whose clients went away. */

@@ -7,8 +7,9 @@
 # connected (it keeps its connection, new ones get the new certificate); a
 # broken certificate on SIGHUP keeps the old one; handshakes that stall are
 # cut off by --read-timeout; --max-connections, the body limit and the
-# token check before the body hold over TLS; /metrics counts handshake
-# failures by reason; bad flags; clean shutdown with TLS clients open.
+# token check before the body hold over TLS; a client leaving a merge
+# cancels it; /metrics counts handshake failures by reason; bad flags;
+# clean shutdown with TLS clients open.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 command -v openssl >/dev/null || skip_all "openssl not installed"
 PY=$(command -v python3.11 || command -v python3)
@@ -61,7 +62,7 @@ out=$("$PROFD" --addr 127.0.0.1:0 --data-dir "$T_TMP/x" --tls-cert "$P/nope.pem"
 # The live certificate is a copy, so SIGHUP can be shown a new one.
 cp "$P/srv.pem" "$P/live.pem"; cp "$P/srv.key" "$P/live.key"
 profd_start --tls-cert "$P/live.pem" --tls-key "$P/live.key" --read-timeout 2 \
-    --max-connections 6 --max-body 1M || { not_ok "profd starts with TLS"; done_testing; }
+    --max-connections 6 --max-body 4M || { not_ok "profd starts with TLS"; done_testing; }
 grep -q 'listening on https://127.0.0.1:' "$PROFD_LOG" && ok "the log says it listens on https://" ||
     not_ok "https in the listening line"
 port=${PROFD_URL##*:}
@@ -150,7 +151,7 @@ case $t in open) not_ok "a stalled handshake is cut off (still open after 10 s)"
 	    "$PY" -c "import sys; sys.exit(not (1.5 <= $t <= 5))" ;; esac
 sleep 0.3
 is "$(tls_metric timeout)" 2 "/metrics: two handshakes cut off by the timeout"
-head -c 2000000 /dev/urandom > "$T_TMP/big"
+head -c 5000000 /dev/urandom > "$T_TMP/big"
 upload "$T_TMP/big" "$Q" >/dev/null; is "$HTTP_CODE" 413 "a body past --max-body: 413 over TLS"
 # --max-connections 6: six idle TLS clients hold every slot.
 coproc HOLD { $TC hold localhost "$port" "$P/ca.pem" 6; }
@@ -161,6 +162,18 @@ out=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$PROFD_URL/api/0/version"); r
 exec {HOLD[1]}>&-; wait $HOLD_PID 2>/dev/null
 sleep 0.3
 api /api/0/version >/dev/null; is "$HTTP_CODE" 200 "served again once they close"
+# A client that gives up on a long merge (curl closes with close_notify,
+# bytes the daemon must not take for a next request): the merge stops.
+ids=
+for h in heap_A_01 heap_A_02 heap_B_01 heap_B_02; do
+	upload "$PROFD_CORPUS/go/bigstacks/$h.pb.gz" "service=slow&type=heap" >/dev/null
+	ids=${ids:+$ids+}$(echo "$BODY" | jq -r .body.id)
+done
+all=$ids; for r in $(seq 2 100); do all="$all+$ids"; done
+curl -s -o /dev/null -m 0.5 "$PROFD_URL/api/0/profiles/$all"
+for i in $(seq 1 50); do grep -q 'client went away, cancelling' "$PROFD_LOG" && break; sleep 0.1; done
+grep -q 'client went away, cancelling' "$PROFD_LOG" && ok "a TLS client that gives up on a merge cancels it" ||
+    not_ok "merge cancelled when the TLS client left"
 profd_stop
 
 # The token is checked before the body is read, over TLS too.
