@@ -62,7 +62,7 @@ out=$("$PROFD" --addr 127.0.0.1:0 --data-dir "$T_TMP/x" --tls-cert "$P/nope.pem"
 # The live certificate is a copy, so SIGHUP can be shown a new one.
 cp "$P/srv.pem" "$P/live.pem"; cp "$P/srv.key" "$P/live.key"
 profd_start --tls-cert "$P/live.pem" --tls-key "$P/live.key" --read-timeout 2 \
-    --max-connections 6 --max-body 4M || { not_ok "profd starts with TLS"; done_testing; }
+    --max-body 4M || { not_ok "profd starts with TLS"; done_testing; }
 grep -q 'listening on https://127.0.0.1:' "$PROFD_LOG" && ok "the log says it listens on https://" ||
     not_ok "https in the listening line"
 port=${PROFD_URL##*:}
@@ -153,15 +153,6 @@ sleep 0.3
 is "$(tls_metric timeout)" 2 "/metrics: two handshakes cut off by the timeout"
 head -c 5000000 /dev/urandom > "$T_TMP/big"
 upload "$T_TMP/big" "$Q" >/dev/null; is "$HTTP_CODE" 413 "a body past --max-body: 413 over TLS"
-# --max-connections 6: six idle TLS clients hold every slot.
-coproc HOLD { $TC hold localhost "$port" "$P/ca.pem" 6; }
-read -r -t 20 line <&"${HOLD[0]}"
-is "$line" "held 6" "six TLS connections open"
-out=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$PROFD_URL/api/0/version"); rc=$?
-[ $rc -ne 0 ] && ok "a seventh client waits at --max-connections (curl exit $rc)" || not_ok "seventh client waits ($out)"
-exec {HOLD[1]}>&-; wait $HOLD_PID 2>/dev/null
-sleep 0.3
-api /api/0/version >/dev/null; is "$HTTP_CODE" 200 "served again once they close"
 # A client that gives up on a long merge (curl closes with close_notify,
 # bytes the daemon must not take for a next request): the merge stops.
 ids=
@@ -179,9 +170,19 @@ profd_stop
 # The token is checked before the body is read, over TLS too.
 echo "writer-0123456789 write" > "$T_TMP/tokens"
 PROFD_DIR=
-profd_start --tls-cert "$P/srv.pem" --tls-key "$P/srv.key" --auth-file "$T_TMP/tokens" ||
-    { not_ok "profd starts with TLS and tokens"; done_testing; }
+profd_start --tls-cert "$P/srv.pem" --tls-key "$P/srv.key" --auth-file "$T_TMP/tokens" \
+    --max-connections 6 || { not_ok "profd starts with TLS and tokens"; done_testing; }
 PROFD_URL=https://localhost:${PROFD_URL##*:}
+# --max-connections 6: six idle TLS clients hold every slot (the default
+# read timeout, 60 s, leaves them be).
+coproc HOLD { $TC hold localhost "${PROFD_URL##*:}" "$P/ca.pem" 6; }
+read -r -t 30 line <&"${HOLD[0]}"
+is "$line" "held 6" "six TLS connections open"
+out=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$PROFD_URL/healthz"); rc=$?
+[ $rc -ne 0 ] && ok "a seventh client waits at --max-connections (curl exit $rc)" || not_ok "seventh client waits ($out)"
+exec {HOLD[1]}>&-; wait $HOLD_PID 2>/dev/null
+sleep 0.3
+api /healthz >/dev/null; is "$HTTP_CODE" 200 "served again once they close"
 head -c 20000000 /dev/zero > "$T_TMP/zeros"
 t0=$(date +%s%N)
 upload "$T_TMP/zeros" "$Q" --limit-rate 2M >/dev/null
