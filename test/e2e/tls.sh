@@ -11,37 +11,13 @@
 # cancels it; /metrics counts handshake failures by reason; bad flags;
 # clean shutdown with TLS clients open.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
-command -v openssl >/dev/null || skip_all "openssl not installed"
+. "${top_srcdir:-.}/test/lib/tls_pki.sh"
 PY=$(command -v python3.11 || command -v python3)
 TC="$PY ${top_srcdir:-.}/test/lib/tls_client.py"
 f=$PROFD_CORPUS/go/cpuburn/cpu_A_01.pb.gz
 g=$PROFD_CORPUS/go/cpuburn/cpu_A_02.pb.gz
-P=$T_TMP/pki
-mkdir -p "$P"
-
-# mkca NAME: a self-signed CA (P-256) as $P/NAME.pem and .key.
-mkca() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-	    -keyout "$P/$1.key" -out "$P/$1.pem" -days 2 \
-	    -subj "/CN=profd test $1" 2>/dev/null
-}
-# mkcert CA NAME DAYS CN: a certificate for localhost and 127.0.0.1 signed
-# by CA, valid DAYS (-1: expired yesterday), as $P/NAME.pem and .key.
-mkcert() {
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-	    -keyout "$P/$2.key" -out "$P/$2.csr" -subj "/CN=$4" 2>/dev/null &&
-	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$P/$2.ext" &&
-	openssl x509 -req -in "$P/$2.csr" -CA "$P/$1.pem" -CAkey "$P/$1.key" \
-	    -CAcreateserial -out "$P/$2.pem" -days "$3" -extfile "$P/$2.ext" \
-	    2>/dev/null
-}
 # serial FILE: a certificate's serial number, as Python prints it.
 serial() { openssl x509 -in "$1" -noout -serial | sed 's/^serial=//'; }
-# tls_metric REASON: a handshake failure count from /metrics.
-tls_metric() {
-	curl -s "$PROFD_URL/metrics" | awk -v r="reason=\"$1\"" \
-	    'index($1, "profd_tls_handshake_failures_total{" r "}") == 1 { print $2 }'
-}
 
 mkca ca && mkca other && mkcert ca srv 1 localhost && mkcert ca srv2 1 localhost &&
     mkcert ca expired -1 localhost && mkcert other foreign 1 localhost ||

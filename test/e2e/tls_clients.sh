@@ -5,27 +5,12 @@
 # error, never a fall back to plain HTTP), client certificates work for
 # mutual TLS (PROFD_CERT_FILE/PROFD_KEY_FILE, --cert/--key).
 . "${top_srcdir:-.}/test/lib/e2e.sh"
-command -v openssl >/dev/null || skip_all "openssl not installed"
+. "${top_srcdir:-.}/test/lib/tls_pki.sh"
 f=$PROFD_CORPUS/go/cpuburn/cpu_A_01.pb.gz
 IMP=${top_srcdir:-.}/tools/profd-import
 SO=${top_builddir:-.}/agent/.libs/libprofd-agent.so
 HOTAPP=${top_builddir:-.}/agent/examples/hotapp
-P=$T_TMP/pki
-mkdir -p "$P"
 
-mkca() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-	    -keyout "$P/$1.key" -out "$P/$1.pem" -days 2 \
-	    -subj "/CN=profd test $1" 2>/dev/null
-}
-mkcert() {
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-	    -keyout "$P/$2.key" -out "$P/$2.csr" -subj "/CN=$4" 2>/dev/null &&
-	printf '%s\n' "$5" > "$P/$2.ext" &&
-	openssl x509 -req -in "$P/$2.csr" -CA "$P/$1.pem" -CAkey "$P/$1.key" \
-	    -CAcreateserial -out "$P/$2.pem" -days "$3" -extfile "$P/$2.ext" \
-	    2>/dev/null
-}
 # count SERVICE: profiles of SERVICE stored (with the reader certificate).
 count() {
 	curl -s --cacert "$P/ca.pem" --cert "$P/reader.pem" --key "$P/reader.key" \
@@ -33,9 +18,9 @@ count() {
 	    jq '.body | length'
 }
 mkca ca && mkca clients && mkca other &&
-    mkcert ca srv 1 localhost 'subjectAltName=DNS:localhost,IP:127.0.0.1' &&
-    mkcert clients agent 1 agents 'extendedKeyUsage=clientAuth' &&
-    mkcert clients reader 1 reader 'extendedKeyUsage=clientAuth' ||
+    mkcert ca srv 1 localhost &&
+    mkcert clients agent 1 agents "$TLS_CLIENT_EXT" &&
+    mkcert clients reader 1 reader "$TLS_CLIENT_EXT" ||
     { not_ok "openssl made the test PKI"; done_testing; }
 echo "writer-0123456789 write" > "$T_TMP/auth"
 printf 'cert write agents\ncert read reader\n' >> "$T_TMP/auth"

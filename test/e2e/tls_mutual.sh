@@ -6,42 +6,22 @@
 # they give together. A certificate from another CA, or expired, fails the
 # handshake and /metrics counts it; the daemon keeps serving.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
-command -v openssl >/dev/null || skip_all "openssl not installed"
+. "${top_srcdir:-.}/test/lib/tls_pki.sh"
 f=$PROFD_CORPUS/go/cpuburn/cpu_A_01.pb.gz
-P=$T_TMP/pki
-mkdir -p "$P"
 
-# mkca NAME: a self-signed CA as $P/NAME.pem and .key.
-mkca() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-	    -keyout "$P/$1.key" -out "$P/$1.pem" -days 2 \
-	    -subj "/CN=profd test $1" 2>/dev/null
-}
-# mkcert CA NAME DAYS CN [EXT]: a certificate signed by CA.
-mkcert() {
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-	    -keyout "$P/$2.key" -out "$P/$2.csr" -subj "/CN=$4" 2>/dev/null &&
-	printf '%s\n' "${5:-extendedKeyUsage=clientAuth}" > "$P/$2.ext" &&
-	openssl x509 -req -in "$P/$2.csr" -CA "$P/$1.pem" -CAkey "$P/$1.key" \
-	    -CAcreateserial -out "$P/$2.pem" -days "$3" -extfile "$P/$2.ext" \
-	    2>/dev/null
-}
 # as NAME PATH [CURL ARGS...]: api with NAME's client certificate.
 as() {
 	local who=$1 path=$2; shift 2
 	api "$path" --cert "$P/$who.pem" --key "$P/$who.key" "$@"
 }
-tls_metric() {
-	curl -s --cert "$P/$1.pem" --key "$P/$1.key" "$PROFD_URL/metrics" |
-	    awk -v r="reason=\"$2\"" \
-	    'index($1, "profd_tls_handshake_failures_total{" r "}") == 1 { print $2 }'
-}
 
 mkca ca && mkca clients && mkca other &&
-    mkcert ca srv 1 localhost 'subjectAltName=DNS:localhost,IP:127.0.0.1' &&
-    mkcert clients agent 1 'agent fleet' && mkcert clients dash 1 dashboard &&
-    mkcert clients stranger 1 'someone else' &&
-    mkcert clients old -1 'agent fleet' && mkcert other intruder 1 'agent fleet' ||
+    mkcert ca srv 1 localhost &&
+    mkcert clients agent 1 'agent fleet' "$TLS_CLIENT_EXT" &&
+    mkcert clients dash 1 dashboard "$TLS_CLIENT_EXT" &&
+    mkcert clients stranger 1 'someone else' "$TLS_CLIENT_EXT" &&
+    mkcert clients old -1 'agent fleet' "$TLS_CLIENT_EXT" &&
+    mkcert other intruder 1 'agent fleet' "$TLS_CLIENT_EXT" ||
     { not_ok "openssl made the test PKI"; done_testing; }
 ok "openssl made a server CA, a client CA, client certificates and a foreign one"
 export CURL_CA_BUNDLE=$P/ca.pem
@@ -66,7 +46,7 @@ out=$(curl -sS --cert "$P/old.pem" --key "$P/old.key" "$PROFD_URL/api/0/version"
     { not_ok "expired client certificate refused"; diag "$out"; }
 as agent /api/0/version >/dev/null; is "$HTTP_CODE" 200 "the daemon keeps serving"
 sleep 0.3
-n=$(tls_metric agent client_cert)
+n=$(tls_metric client_cert --cert "$P/agent.pem" --key "$P/agent.key")
 check "/metrics counts the refused client certificates ($n)" [ "${n:-0}" -ge 3 ]
 profd_stop
 
