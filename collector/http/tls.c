@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -110,12 +111,15 @@ tls_alert_is_cert(int desc)
 static void
 tls_plain_reply(int fd)
 {
-	static const char msg[] = "HTTP/1.1 400 Bad Request\r\n"
-	    "Content-Type: text/plain\r\nConnection: close\r\n"
-	    "Content-Length: 44\r\n\r\n"
-	    "this port speaks HTTPS: use an https:// URL\n";
+	static const char body[] = "this port speaks HTTPS: use an https:// "
+	    "URL\n";
+	char msg[256];
+	int n;
 
-	if (fd >= 0 && send(fd, msg, sizeof msg - 1, MSG_DONTWAIT |
+	n = snprintf(msg, sizeof msg, "HTTP/1.1 400 Bad Request\r\n"
+	    "Content-Type: text/plain\r\nConnection: close\r\n"
+	    "Content-Length: %zu\r\n\r\n%s", sizeof body - 1, body);
+	if (fd >= 0 && send(fd, msg, (size_t)n, MSG_DONTWAIT |
 	    MSG_NOSIGNAL) < 0)
 		log_debug("tls: plain HTTP reply: %s", strerror(errno));
 }
@@ -300,20 +304,16 @@ void
 tls_bev_done(struct tls *t, struct bufferevent *bev, int cut)
 {
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
-	unsigned long e;
 	uintptr_t st;
-	int not_tls = 0, any = 0;
+	int any = 0;
 	enum tls_fail r;
 
 	if (ssl == NULL || ((st = tls_state(ssl)) & TLS_STATE_DONE))
 		return;
-	while ((e = bufferevent_get_openssl_error(bev)) != 0) {
+	/* (the info callback has recorded bytes that were not TLS) */
+	while (bufferevent_get_openssl_error(bev) != 0)
 		any = 1;
-		not_tls |= tls_error_not_tls(e);
-	}
-	if (not_tls)
-		r = TLS_FAIL_NOT_TLS;
-	else if ((st & TLS_STATE_REASON) != 0)
+	if ((st & TLS_STATE_REASON) != 0)
 		r = (enum tls_fail)((st & TLS_STATE_REASON) - 1);
 	else if (cut)
 		r = TLS_FAIL_TIMEOUT;
