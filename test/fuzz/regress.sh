@@ -26,7 +26,7 @@ for target in pprof merge merge_mem query config folded ingest gperf delta; do
 		fi
 	done
 done
-# The shared corpus's bad inputs, as the fuzzers' first seeds.
+# The corpus's bad inputs (test/corpus/bad), as the fuzzers' first seeds.
 if [ -d "$PROFD_CORPUS/bad" ]; then
 	if timeout 60 "$bindir/replay_pprof" "$PROFD_CORPUS/bad" \
 	    > "$T_TMP/out" 2>&1; then

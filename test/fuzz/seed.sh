@@ -1,7 +1,7 @@
 #!/bin/sh
 # seed.sh TARGET OUTDIR FUZZDIR CORPUS: fills OUTDIR with a seed corpus for
 # one fuzz target. Every target gets its regression inputs
-# (FUZZDIR/regress/TARGET); pprof gets the shared corpus's bad/ inputs and a
+# (FUZZDIR/regress/TARGET); pprof gets the corpus's bad/ inputs and a
 # few small Go and Node profiles, inflated (so mutations reach the decoder)
 # and as uploaded; merge and merge_mem get pairs of those profiles in their
 # input format (4-byte little-endian length of A, A, B), FUZZDIR/seeds/TARGET

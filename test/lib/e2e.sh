@@ -2,11 +2,11 @@
 # profd on a free loopback port with a throw-away data directory.
 #
 # Environment (set by `make check`): PROFD (the binary), PROFD_CORPUS (the
-# shared corpus), top_srcdir, top_builddir.
+# corpus, test/corpus), top_srcdir, top_builddir.
 
 set -u
 : "${PROFD:=${top_builddir:-.}/profd}"
-: "${PROFD_CORPUS:=${top_srcdir:-.}/../shared/corpus}"
+: "${PROFD_CORPUS:=${top_srcdir:-.}/test/corpus}"
 
 T_N=0
 T_FAILED=0

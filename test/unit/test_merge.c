@@ -801,7 +801,7 @@ main(void)
 {
 	corpus = getenv("PROFD_CORPUS");
 	if (corpus == NULL)
-		corpus = "../shared/corpus";
+		corpus = "test/corpus";
 	test_arena();
 	test_dedupe();
 	test_address_independence();

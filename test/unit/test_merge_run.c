@@ -562,7 +562,7 @@ main(void)
 
 	corpus = getenv("PROFD_CORPUS");
 	if (corpus == NULL)
-		corpus = "../shared/corpus";
+		corpus = "test/corpus";
 	evthread_use_pthreads();
 	base = event_base_new();
 	pool = pool_new(base, 2, 64);

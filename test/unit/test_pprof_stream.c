@@ -323,7 +323,7 @@ main(void)
 	const char *corpus = getenv("PROFD_CORPUS");
 
 	if (corpus == NULL)
-		corpus = "../shared/corpus";
+		corpus = "test/corpus";
 	test_corpus(corpus);
 	test_bools();
 	test_forms();
