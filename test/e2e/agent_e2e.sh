@@ -15,7 +15,7 @@ LINKED=$B/agent/examples/hotapp-linked
 command -v go >/dev/null || skip_all "go tool pprof not installed"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
 
-pprof() { go tool pprof "$@" 2>/dev/null; }
+pprof() { gopprof "$@" 2>/dev/null; }
 first_flat() { pprof -top "$@" | awk '/ flat%/ { getline; print $NF; exit }'; }
 has_chain() {
 	pprof -traces "$@" | awk '

@@ -65,7 +65,7 @@ check "failed exec: execve reported ENOENT" \
 n=$(ls "$T_TMP/out" | grep -c 'pb.gz$')
 check "failed exec: profiles written afterwards ($n)" test "$n" -ge 1
 if command -v go >/dev/null; then
-	go tool pprof -traces "$T_TMP"/out/*.pb.gz 2>/dev/null \
+	gopprof -traces "$T_TMP"/out/*.pb.gz 2>/dev/null \
 	    >"$T_TMP/traces.txt"
 	n=$(grep -c after_exec "$T_TMP/traces.txt")
 	check "failed exec: samples taken after it ($n stacks in after_exec)" \

@@ -24,7 +24,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
 # builds.
 nm -D "$SO" 2>/dev/null | grep -qE '__(asan|tsan|msan)_init' &&
     skip_all "sanitizer build: its allocator is not fork-safe"
-pprof() { go tool pprof "$@" 2>/dev/null; }
+pprof() { gopprof "$@" 2>/dev/null; }
 # fetch PATH FILE: GET into FILE; status in $HTTP_CODE.
 fetch() { HTTP_CODE=$(curl -s -o "$2" -w '%{http_code}' "$PROFD_URL$1"); }
 

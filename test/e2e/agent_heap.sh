@@ -52,7 +52,7 @@ command -v go >/dev/null || skip_all "go tool pprof not installed"
 command -v jq >/dev/null || skip_all "jq not installed"
 command -v curl >/dev/null || skip_all "curl not installed"
 
-pprof() { go tool pprof "$@" 2>/dev/null; }
+pprof() { gopprof "$@" 2>/dev/null; }
 # fetch PATH FILE: GET into FILE (binary-safe); status in $HTTP_CODE.
 fetch() { HTTP_CODE=$(curl -s -o "$2" -w '%{http_code}' "$PROFD_URL$1"); }
 # list SERVICE [LABELS]: the META array of SERVICE's heap profiles of this

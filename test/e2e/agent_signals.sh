@@ -20,7 +20,7 @@ SIGPROF_APP=$B/agent/examples/sigprof
 [ -f "$SO" ] && [ -x "$SIGPROF_APP" ] || skip_all "agent not built"
 command -v go >/dev/null || skip_all "go tool pprof not installed"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
-pprof() { go tool pprof "$@" 2>/dev/null; }
+pprof() { gopprof "$@" 2>/dev/null; }
 # The agent's default signal, SIGRTMAX-4, as a number.
 AGENT_SIG=$(python3 -c 'import signal; print(signal.SIGRTMAX - 4)' 2>/dev/null || echo 60)
 # agent OUTDIR CMD...: runs CMD under the agent, 1-second windows.

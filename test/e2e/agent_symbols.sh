@@ -17,9 +17,9 @@ command -v go >/dev/null || skip_all "go tool pprof not installed"
 # An ASan build of the agent is preloaded ahead of the ASan runtime.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
 
-pprof() { go tool pprof "$@" 2>/dev/null; }
+pprof() { gopprof "$@" 2>/dev/null; }
 # pprof_ok FILE: go tool pprof -raw parses FILE.
-pprof_ok() { go tool pprof -raw "$1" >/dev/null 2>&1; }
+pprof_ok() { gopprof -raw "$1" >/dev/null 2>&1; }
 # first_flat FILES...: the function with the most flat time.
 first_flat() { pprof -top "$@" | awk '/ flat%/ { getline; print $NF; exit }'; }
 # flat_pct FN FILES...: flat percentage of FN.

@@ -52,7 +52,7 @@ summarize() {
 	for f in $(ls "$dir"/*.pb.gz | awk -F- '{ print $NF " " $0 }' |
 	    sort -n | cut -d' ' -f2-); do
 		echo "=== $f"
-		go tool pprof -raw "$f" 2>/dev/null
+		gopprof -raw "$f" 2>/dev/null
 	done >"$T_TMP/raw.txt"
 	python3 - "$T_TMP/raw.txt" "$ps" "$exe" <<'EOF'
 import os, re, sys

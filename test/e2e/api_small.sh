@@ -35,10 +35,10 @@ same_merge() {
 	local i
 	[ -s "$1" ] && [ -s "$2" ] || return 1
 	for i in 0 1; do
-		cmp -s <(go tool pprof -top -nodecount=1000000 -nodefraction=0 \
+		cmp -s <(gopprof -top -nodecount=1000000 -nodefraction=0 \
 		    -edgefraction=0 -unit=ns -sample_index=$i "$1" 2>/dev/null |
 		    sed -n '/flat%/,$p' | LC_ALL=C sort) \
-		    <(go tool pprof -top -nodecount=1000000 -nodefraction=0 \
+		    <(gopprof -top -nodecount=1000000 -nodefraction=0 \
 		    -edgefraction=0 -unit=ns -sample_index=$i "$2" 2>/dev/null |
 		    sed -n '/flat%/,$p' | LC_ALL=C sort) || return 1
 	done
@@ -121,14 +121,14 @@ req GET "/api/0/profiles/merge?service=s&type=cpu&$W"
 is "$HTTP_CODE" 200 "GET of the window merge: 200"
 is "$(hdr X-Profd-Merge-Mismatched)" 1 "... X-Profd-Merge-Mismatched: 1"
 cp "$T_TMP/out" "$T_TMP/merged.pb.gz"
-if go tool pprof -top "$T_TMP/merged.pb.gz" > "$T_TMP/top" 2>&1 &&
+if gopprof -top "$T_TMP/merged.pb.gz" > "$T_TMP/top" 2>&1 &&
     grep -q 'samples' "$T_TMP/top"; then
 	ok "... go tool pprof -top reads it, a CPU profile"
 else
 	not_ok "... go tool pprof -top reads it, a CPU profile"
 	head -5 "$T_TMP/top" | sed 's/^/# /'
 fi
-exp=$(go tool pprof -top "$G"/cpu_A_0[1-3].pb.gz 2>/dev/null | grep -m1 'total')
+exp=$(gopprof -top "$G"/cpu_A_0[1-3].pb.gz 2>/dev/null | grep -m1 'total')
 got=$(grep -m1 'total' "$T_TMP/top")
 is "$got" "$exp" "... with the total of the three CPU profiles"
 req GET "/api/0/profiles/$ids"
@@ -161,8 +161,8 @@ check "4,002 ids in the URL: refused ($HTTP_CODE)" [ "$HTTP_CODE" -ge 400 ]
 HTTP_CODE=$(curl -s -o "$T_TMP/long.pb.gz" -w '%{http_code}' --max-time 60 \
     --data "ids=$long" "$PROFD_URL/api/0/profiles/merge")
 is "$HTTP_CODE" 200 "the same 4,002 ids POSTed: 200"
-one=$(go tool pprof -raw "$T_TMP/get.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {t+=$1} END{print t}')
-all=$(go tool pprof -raw "$T_TMP/long.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {t+=$1} END{print t}')
+one=$(gopprof -raw "$T_TMP/get.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {t+=$1} END{print t}')
+all=$(gopprof -raw "$T_TMP/long.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {t+=$1} END{print t}')
 is "$all" "$((one * 1334))" "... each counted: the sample total is 1,334 times the three's"
 
 done_testing

@@ -32,7 +32,7 @@ put() {
 	ID=$(jq -r '.body.id // empty' <<<"$META")
 }
 # raw FILE: go tool pprof -raw, unsymbolized.
-raw() { go tool pprof -raw -symbolize=none "$1" 2>/dev/null; }
+raw() { gopprof -raw -symbolize=none "$1" 2>/dev/null; }
 
 cat > "$T_TMP/burn.c" <<'C'
 #include <stdio.h>
@@ -72,7 +72,7 @@ for f in "$T_TMP"/*.prof; do
 	    cmp -s "$T_TMP/$n.ours" "$T_TMP/$n.theirs"
 	is "$(sed -n 's/^Period: //p' "$T_TMP/$n.ours")" $((1000000000 / 250)) "$n: ... the period from the header (250 Hz)"
 done
-check "the test program's own functions are in its profile" grep -q hash_block <<<"$(go tool pprof -top "$T_TMP/burn.pb.gz" 2>/dev/null)"
+check "the test program's own functions are in its profile" grep -q hash_block <<<"$(gopprof -top "$T_TMP/burn.pb.gz" 2>/dev/null)"
 
 # Gzipped, big-endian and 32-bit words: read as pprof reads them.
 gzip -c "$T_TMP/xz.prof" > "$T_TMP/xz.prof.gz"

@@ -42,15 +42,15 @@ is "$(labels "$m")" "converted_from=folded,env=prod,region=eu,spy=pyspy" "labels
 is "$(jq -r .created_at <<<"$m")/$(jq -r .duration_ns <<<"$m")" "2025-11-24T16:00:00Z/10000000000" "from is the time, until - from the duration"
 is "$(jq -c .sample_types <<<"$m")" '["samples/count","cpu/nanoseconds"]' "samples and cpu time"
 curl -s -o "$T_TMP/one.pb.gz" "$PROFD_URL/api/0/profiles/$(jq -r .id <<<"$m")"
-is "$(go tool pprof -raw "$T_TMP/one.pb.gz" 2>/dev/null | sed -n 's/^Period: //p')" 20000000 "the period is 1 s / sampleRate"
-is "$(go tool pprof -top -sample_index=cpu "$T_TMP/one.pb.gz" 2>/dev/null | sed -n 's/.*% of \([0-9a-z.]*\) total/\1/p')" 220ms "11 samples at 20 ms: 220 ms"
+is "$(gopprof -raw "$T_TMP/one.pb.gz" 2>/dev/null | sed -n 's/^Period: //p')" 20000000 "the period is 1 s / sampleRate"
+is "$(gopprof -top -sample_index=cpu "$T_TMP/one.pb.gz" 2>/dev/null | sed -n 's/.*% of \([0-9a-z.]*\) total/\1/p')" 220ms "11 samples at 20 ms: 220 ms"
 
 INGEST_PATH=/pyroscope/ingest ingest 'name=shop.cpu%7Benv%3Dprod%7D&from=1764000060&until=1764000070&sampleRate=50' --data-binary "@$T_TMP/f.txt"
 is "$HTTP_CODE" 200 "/pyroscope/ingest takes the same"
 ingest 'name=shop%7Benv%3Dprod%7D&from=1764000120' --data-binary "@$T_TMP/f.txt"
 is "$HTTP_CODE/$(last shop | jq -r .type)" 200/cpu "a bare name with folded stacks is cpu"
 curl -s -o "$T_TMP/m.pb.gz" "$PROFD_URL/api/0/profiles/merge?service=shop&type=cpu&$W"
-go tool pprof -top -sample_index=samples "$T_TMP/m.pb.gz" 2>/dev/null > "$T_TMP/mtop"
+gopprof -top -sample_index=samples "$T_TMP/m.pb.gz" 2>/dev/null > "$T_TMP/mtop"
 check "the three merge: hash 12 of its own ($(grep hash "$T_TMP/mtop" | head -n 1))" grep -Eq '^ +12 .* hash$' "$T_TMP/mtop"
 i=0
 for id in $(api "/api/0/profiles?service=shop&type=cpu&$W" | jq -r '.body[].id'); do
@@ -86,7 +86,7 @@ m=$(last gosvc)
 is "$HTTP_CODE/$(jq -r .type <<<"$m")" 200/cpu "a gzipped pprof body with a bare name: type cpu from its sample types"
 curl -s -o "$T_TMP/s.pb.gz" "$PROFD_URL/api/0/profiles/$(jq -r .id <<<"$m")"
 check "... stored byte for byte" cmp -s "$f" "$T_TMP/s.pb.gz"
-is "$(go tool pprof -raw "$T_TMP/s.pb.gz" 2>/dev/null | sed -n 's/^Period: //p')" "$(go tool pprof -raw "$f" 2>/dev/null | sed -n 's/^Period: //p')" "... its own period wins over sampleRate=17"
+is "$(gopprof -raw "$T_TMP/s.pb.gz" 2>/dev/null | sed -n 's/^Period: //p')" "$(gopprof -raw "$f" 2>/dev/null | sed -n 's/^Period: //p')" "... its own period wins over sampleRate=17"
 gzip -dc "$C/node/datadog/wall_01.pb.gz" > "$T_TMP/raw.pb"
 ingest 'name=nodesvc&format=pprof' --data-binary "@$T_TMP/raw.pb"
 is "$HTTP_CODE/$(last nodesvc | jq -r .type)" 200/other "a raw (not gzipped) Node wall profile: type other"
@@ -105,9 +105,9 @@ check "... the part stored byte for byte" cmp -s "$f" "$T_TMP/s.pb.gz"
 ingest 'name=gosvc.cpu&format=pprof' -F "profile=@$f"
 is "$HTTP_CODE" 200 "multipart with format=pprof"
 curl -s -o "$T_TMP/g.pb.gz" "$PROFD_URL/api/0/profiles/merge?service=gosvc&type=cpu&$W"
-go tool pprof -proto "$f" "$f" "$f" > "$T_TMP/g3.pb.gz" 2>/dev/null
+gopprof -proto "$f" "$f" "$f" > "$T_TMP/g3.pb.gz" 2>/dev/null
 for x in g g3; do
-	go tool pprof -top -nodecount=100000 -nodefraction=0 "$T_TMP/$x.pb.gz" 2>/dev/null | sed -n '/flat%/,$p' | sort > "$T_TMP/$x.top"
+	gopprof -top -nodecount=100000 -nodefraction=0 "$T_TMP/$x.pb.gz" 2>/dev/null | sed -n '/flat%/,$p' | sort > "$T_TMP/$x.top"
 done
 check "merge of the three equals go tool pprof's ($(wc -l < "$T_TMP/g.top") rows)" cmp -s "$T_TMP/g.top" "$T_TMP/g3.top"
 

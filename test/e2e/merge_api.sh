@@ -38,7 +38,7 @@ GPERF_AT=2026-11-22T00:30:00
 
 # nlocs FILE: number of locations in a profile.
 nlocs() {
-	go tool pprof -raw "$1" 2>/dev/null | awk '/^Locations/ { on = 1; next }
+	gopprof -raw "$1" 2>/dev/null | awk '/^Locations/ { on = 1; next }
 	    /^Mappings/ { on = 0 } on && /^ +[0-9]+: /' | wc -l
 }
 
@@ -143,7 +143,7 @@ else
 	not_ok "from/to: only the profile inside the window is merged ($HTTP_CODE)"
 fi
 get "/api/0/profiles/merge?service=w&type=cpu&labels=set=win&from=2026-11-22T00:00:00&to=2026-11-24T00:00:00" "$T_TMP/win2.pb.gz"
-go tool pprof -proto "$A1" "$A2" >"$T_TMP/win2-pprof.pb.gz" 2>/dev/null
+gopprof -proto "$A1" "$A2" >"$T_TMP/win2-pprof.pb.gz" 2>/dev/null
 if [ "$HTTP_CODE" = 200 ] &&
     same_rows win "$T_TMP/win2.pb.gz" "$T_TMP/win2-pprof.pb.gz" 2; then
 	ok "from/to: a wider window merges both"
@@ -166,7 +166,7 @@ URL="/api/0/profiles/merge?service=m&type=cpu&labels=set=s0,part=in&$W"
 get "$URL" "$T_TMP/cd.pb.gz"
 cd=$(tr -d '\r' <"$T_TMP/hdr" | sed -n 's/^[Cc]ontent-[Dd]isposition: //p')
 is "$cd" 'attachment; filename="m-cpu.pb.gz"' "Content-Disposition names SERVICE-TYPE.pb.gz"
-out=$(go tool pprof -top "$PROFD_URL$URL" 2>&1); rc=$?
+out=$(gopprof -top "$PROFD_URL$URL" 2>&1); rc=$?
 if [ "$rc" = 0 ] && printf '%s\n' "$out" | grep -q 'main\.' &&
     printf '%s\n' "$out" | grep -q '^Type: cpu'; then
 	ok "go tool pprof -top on the merge URL (labels percent-encoded by pprof) works"
@@ -181,7 +181,7 @@ put "$A1" ab cpu "set=ab"; ida=$ID
 put "$B1" ab cpu "set=ab"; idb=$ID
 get "/api/0/profiles/$ida+$idb" "$T_TMP/ab.pb.gz"
 ab=$(nlocs "$T_TMP/ab.pb.gz")
-go tool pprof -proto "$A1" "$B1" >"$T_TMP/ab-pprof.pb.gz" 2>/dev/null
+gopprof -proto "$A1" "$B1" >"$T_TMP/ab-pprof.pb.gz" 2>/dev/null
 theirs=$(nlocs "$T_TMP/ab-pprof.pb.gz")
 check "A+B through the API: $ab locations, fewer than pprof's $theirs" \
     test "$HTTP_CODE" = 200 -a "$ab" -gt 0 -a "$ab" -lt "$theirs"

@@ -23,7 +23,7 @@ check "... X-Profd-Merge-Skipped: deleted=0 damaged=2" \
 check "... X-Profd-Merge-Damaged names the first: $(grep -i damaged: "$T_TMP/h" | tr -d '\r')" \
 	grep -qiE '^X-Profd-Merge-Damaged: (stored )?profile [13]' "$T_TMP/h"
 if command -v go >/dev/null; then
-	n=$(go tool pprof -raw "$T_TMP/m.pb.gz" 2>/dev/null | grep -c '^ *[0-9]')
+	n=$(gopprof -raw "$T_TMP/m.pb.gz" 2>/dev/null | grep -c '^ *[0-9]')
 	[ "${n:-0}" -gt 0 ] && ok "go tool pprof reads the result ($n samples)" ||
 		not_ok "go tool pprof reads the result"
 fi

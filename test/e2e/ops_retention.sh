@@ -57,8 +57,8 @@ is "$(code "/api/0/profiles/merge?service=ret&type=cpu&from=now-3h&to=now-40m")"
 is "$(curl -s -o "$T_TMP/merged.pb.gz" -w '%{http_code}' "$PROFD_URL/api/0/profiles/merge?service=ret&type=cpu&from=now-3h")" 200 "merge over everything: 200"
 if command -v go >/dev/null; then
 	# the merge holds the 3 young profiles' samples, not the 1003 old ones
-	one=$(go tool pprof -raw "$F" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {n+=$1} END{print n}')
-	got=$(go tool pprof -raw "$T_TMP/merged.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {n+=$1} END{print n}')
+	one=$(gopprof -raw "$F" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {n+=$1} END{print n}')
+	got=$(gopprof -raw "$T_TMP/merged.pb.gz" 2>/dev/null | awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && $1 ~ /^[0-9]+$/ {n+=$1} END{print n}')
 	is "$got" "$(( one * 3 ))" "merged sample count is that of the 3 young profiles"
 fi
 gone=0

@@ -59,15 +59,15 @@ for id in $(list other | jq -r .id); do
 	i=$((i + 1))
 	curl -s "${R[@]}" -o "$T_TMP/w.$i.pb.gz" "$PROFD_URL/api/0/profiles/$id"
 done
-go tool pprof -top "$T_TMP/w.1.pb.gz" > "$T_TMP/top1" 2>&1
+gopprof -top "$T_TMP/w.1.pb.gz" > "$T_TMP/top1" 2>&1
 check "go tool pprof reads a stored wall profile" grep -q 'flat%' "$T_TMP/top1"
 curl -s "${R[@]}" -o "$T_TMP/m.pb.gz" "$PROFD_URL/api/0/profiles/merge?service=nodeapp&type=other&$W"
-go tool pprof -proto "$T_TMP"/w.*.pb.gz > "$T_TMP/gm.pb.gz" 2>/dev/null
-go tool pprof -top -sample_index=samples -nodecount=100000 -nodefraction=0 "$T_TMP/m.pb.gz" 2>/dev/null | sed -n '/flat%/,$p' | sort > "$T_TMP/ours"
-go tool pprof -top -sample_index=samples -nodecount=100000 -nodefraction=0 "$T_TMP/gm.pb.gz" 2>/dev/null | sed -n '/flat%/,$p' | sort > "$T_TMP/theirs"
+gopprof -proto "$T_TMP"/w.*.pb.gz > "$T_TMP/gm.pb.gz" 2>/dev/null
+gopprof -top -sample_index=samples -nodecount=100000 -nodefraction=0 "$T_TMP/m.pb.gz" 2>/dev/null | sed -n '/flat%/,$p' | sort > "$T_TMP/ours"
+gopprof -top -sample_index=samples -nodecount=100000 -nodefraction=0 "$T_TMP/gm.pb.gz" 2>/dev/null | sed -n '/flat%/,$p' | sort > "$T_TMP/theirs"
 check "profd's merge of the wall profiles equals go tool pprof's ($(wc -l < "$T_TMP/ours") rows)" cmp -s "$T_TMP/ours" "$T_TMP/theirs"
-check "... burnHashes is on top" grep -q 'burnHashes' <<<"$(go tool pprof -top -sample_index=wall "$T_TMP/m.pb.gz" 2>/dev/null | sed -n '/flat%/,+3p')"
+check "... burnHashes is on top" grep -q 'burnHashes' <<<"$(gopprof -top -sample_index=wall "$T_TMP/m.pb.gz" 2>/dev/null | sed -n '/flat%/,+3p')"
 curl -s "${R[@]}" -o "$T_TMP/h.pb.gz" "$PROFD_URL/api/0/profiles/merge?service=nodeapp&type=heap&$W"
-check "the heap merge names keepArrays" grep -q 'keepArrays' <<<"$(go tool pprof -top -sample_index=inuse_space "$T_TMP/h.pb.gz" 2>/dev/null)"
+check "the heap merge names keepArrays" grep -q 'keepArrays' <<<"$(gopprof -top -sample_index=inuse_space "$T_TMP/h.pb.gz" 2>/dev/null)"
 profd_stop
 done_testing

@@ -57,7 +57,7 @@ cmp -s "$T_TMP/one.pb.gz" "$f" && ok "download over HTTPS: the bytes uploaded" |
 M="/api/0/profiles/merge?$Q&from=2000-01-01T00:00:00&to=2100-01-01T00:00:00"
 if command -v go >/dev/null; then
 	# Go reads its trusted CAs from SSL_CERT_FILE on Linux.
-	out=$(SSL_CERT_FILE=$P/ca.pem HOME=$T_TMP PPROF_TMPDIR=$T_TMP go tool pprof -top "$PROFD_URL$M" 2>&1)
+	out=$(SSL_CERT_FILE=$P/ca.pem HOME=$T_TMP PPROF_TMPDIR=$T_TMP gopprof -top "$PROFD_URL$M" 2>&1)
 	echo "$out" | grep -q '^ *flat *flat%' && ok "go tool pprof opens a merge over HTTPS" ||
 	    { not_ok "go tool pprof over HTTPS"; echo "$out" | head -5 | sed 's/^/# /'; }
 	out=$(HOME=$T_TMP PPROF_TMPDIR=$T_TMP SSL_CERT_FILE=$P/other.pem go tool pprof -top "$PROFD_URL$M" 2>&1)

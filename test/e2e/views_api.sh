@@ -130,7 +130,7 @@ for f in 'focus=main%5C.fib:-focus=main\.fib' 'hide=runtime%5C.:-hide=runtime\.'
     'focus=strings&hide=indexbytebody:-focus=strings -hide=indexbytebody'; do
 	q=${f%%:*} flags=${f#*:}
 	# shellcheck disable=SC2086
-	go tool pprof -top -nodecount=1000000 -nodefraction=0 -edgefraction=0 \
+	gopprof -top -nodecount=1000000 -nodefraction=0 -edgefraction=0 \
 	    -unit=ns $flags "${files[@]}" 2>/dev/null | awk '
 	    f { flat=$1; cum=$4; $1=$2=$3=$4=$5=""; sub(/^ +/, "");
 		sub(/ \((partial-)?inline\)$/, ""); sub(/ns$/, "", flat);

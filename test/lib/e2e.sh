@@ -37,6 +37,9 @@ done_testing() {
 	exit $?
 }
 
+# go tool pprof's answers, remembered (test/lib/gopprof.sh).
+. "${top_srcdir:-.}/test/lib/gopprof.sh"
+
 # With PROFD_TEST_STORE=postgresql (test/e2e/pg/: the API suite again on
 # the postgresql backend), each data dir gets its own database in a
 # throw-away PostgreSQL (test/lib/pg.sh) and profd runs with --store.

@@ -1,0 +1,61 @@
+# gopprof ARGS...: `go tool pprof ARGS...`, remembered. Sourced by e2e.sh.
+#
+# Many tests check profd against go tool pprof on the same corpus files
+# (rollups_api merges hundreds of them per window), and the API suite runs
+# again on PostgreSQL and again under the sanitizers: pprof would compute
+# the same answers three times over. When every argument that is not an
+# option is a regular file, the answer (stdout and exit status) is kept
+# under $PROFD_PPROF_CACHE (default: test/pprof-cache in the build tree),
+# keyed by the options, the name and bytes of every file and go's version,
+# so the same question is only ever asked of pprof once. Anything else (a
+# URL, a missing file, an option with a separate value) runs pprof as it
+# is. An answer is written to a temporary name and renamed, so tests
+# running side by side share the cache safely. pprof's stderr is not
+# kept (the tests discard it). pprof runs with GOGC=400 (unless GOGC is
+# set): a fifth less CPU for its largest merges, for twice the memory.
+
+: "${PROFD_PPROF_CACHE:=${top_builddir:-.}/test/pprof-cache}"
+GOPPROF_VERSION=
+
+gopprof() {
+	local a key out rc
+	for a in "$@"; do
+		case $a in
+		-*) ;;
+		*) [ -f "$a" ] || { go tool pprof "$@"; return; } ;;
+		esac
+	done
+	[ -n "$GOPPROF_VERSION" ] || GOPPROF_VERSION=$(go version 2>/dev/null)
+	# (a file counts by its name and bytes, not by its folder: each test
+	# has a temporary folder of its own)
+	key=$({
+		printf '%s\0' "$GOPPROF_VERSION"
+		for a in "$@"; do
+			case $a in
+			-*) printf '%s\0' "$a" ;;
+			*) printf '%s\0' "${a##*/}"; sha1sum < "$a" ;;
+			esac
+		done
+	} | sha1sum)
+	key=${key%% *}
+	out=$PROFD_PPROF_CACHE/${key:0:2}/$key
+	if [ -f "$out.rc" ] && [ -f "$out.out" ]; then
+		cat "$out.out"
+		return "$(cat "$out.rc")"
+	fi
+	mkdir -p "${out%/*}" 2>/dev/null
+	GOGC=${GOGC:-400} go tool pprof "$@" > "$out.out.$$" 2>"$out.err.$$"
+	rc=$?
+	# (no answer is kept when pprof could not run at all: no HOME, a
+	# signal)
+	if [ "$rc" -le 1 ] && ! grep -q 'permission denied\|signal:' "$out.err.$$"; then
+		mv -f "$out.out.$$" "$out.out" && echo "$rc" > "$out.rc.$$" &&
+		    mv -f "$out.rc.$$" "$out.rc"
+		cat "$out.out"
+	else
+		cat "$out.out.$$"
+	fi
+	cat "$out.err.$$" >&2
+	rm -f "$out.out.$$" "$out.err.$$" "$out.rc.$$"
+	return "$rc"
+}
