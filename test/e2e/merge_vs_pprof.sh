@@ -5,12 +5,16 @@
 # (merge/merge_run.c) and with `go tool pprof -proto`, then checks that
 # `go tool pprof -top` of both lists the same functions with the same flat
 # and cum values, exactly (-unit=ns prints raw integers), for every sample
-# index; and that it equals `go tool pprof -top` of the inputs themselves,
-# total included. (pprof's -proto output loses samples with an empty stack,
-# such as threadcreate's, as a side effect of its focus filter, so its
-# merged file has a smaller total than pprof shows for the inputs; profd
-# keeps them.) Then checks that builds A and B merge location for location: fewer
-# locations than pprof's, exactly one per distinct symbolized location key.
+# index; and that its total equals that of `go tool pprof -top` of the
+# inputs themselves. (pprof's -proto output loses samples with an empty
+# stack, such as threadcreate's, as a side effect of its focus filter, so
+# its merged file has a smaller total than pprof shows for the inputs;
+# profd keeps them.) The other merge tests take the inputs' total from
+# test/lib/pprof_totals.py, which sums the files' samples without reading
+# them once per sample index: here, on every kind of the corpus, that sum
+# must be pprof -top's. Then checks that builds A and B merge location for
+# location: fewer locations than pprof's, exactly one per distinct
+# symbolized location key.
 
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 
@@ -33,6 +37,13 @@ compare() {
 		return
 	fi
 	compare_merged "$name" "$ours" "$@"
+	# pprof_totals.py's sum against pprof -top of the inputs
+	local i want got
+	for ((i = 0; i < CMP_N; i++)); do
+		want=$(top "$i" "$@" | sed -n 's/^total \([-0-9.]*\).*/\1/p')
+		got=$(sed -n "$((i + 1))s/ .*//p" "$T_TMP/totals")
+		is "$got" "$want" "$name: index $i: pprof_totals.py sums the inputs as pprof -top does"
+	done
 }
 
 G=$C/go
@@ -59,7 +70,7 @@ compare "gperftools cpu x3" $C/gperftools/cworker.cpu.pb.gz \
 # A mutex profile with no samples merges into a valid empty profile.
 if $MF -v "$T_TMP/empty.pb.gz" $G/cpuburn/mutex_A_0[12].pb.gz 2>"$T_TMP/v" &&
     grep -q 'samples=0 ' "$T_TMP/v" &&
-    go tool pprof -raw "$T_TMP/empty.pb.gz" >/dev/null 2>&1; then
+    gopprof -raw "$T_TMP/empty.pb.gz" >/dev/null 2>&1; then
 	ok "zero-sample profiles merge into a valid empty profile"
 else
 	not_ok "zero-sample profiles merge into a valid empty profile"
@@ -71,8 +82,8 @@ A=$G/cpuburn/cpu_A_01.pb.gz
 B=$G/cpuburn/cpu_B_01.pb.gz
 $MF -v "$T_TMP/ab.pb.gz" "$A" "$B" 2>"$T_TMP/v"
 ab=$(locs)
-go tool pprof -proto "$A" "$B" >"$T_TMP/ab-pprof.pb.gz" 2>/dev/null
-theirs=$(go tool pprof -raw "$T_TMP/ab-pprof.pb.gz" 2>/dev/null |
+gopprof -proto "$A" "$B" >"$T_TMP/ab-pprof.pb.gz" 2>/dev/null
+theirs=$(gopprof -raw "$T_TMP/ab-pprof.pb.gz" 2>/dev/null |
     awk '/^Locations/{on=1; next} /^Mappings/{on=0} on && /^ +[0-9]+: /' | wc -l)
 check "A+B: $ab locations, fewer than pprof's $theirs" test "$ab" -lt "$theirs"
 want=$(keys "$A" "$B")
