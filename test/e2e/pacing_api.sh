@@ -116,7 +116,16 @@ is "$BODY" '{"action":"wait","delay_ms":0}' "a busy poll of an unknown slot: wai
 for i in 1 2 3 4 5; do poll_bg "f$i" "service=f&instance=f$i&types=cpu&window=1&wait=30"; sleep 0.1; done
 sleep 0.4
 n=0; for i in 1 2 3 4 5; do running "f$i" || n=$((n + 1)); done
-is "$n" 1 "five concurrent polls: one granted at once, four held"
+# (one grant a second: on a loaded machine the five curls may take longer
+# than a second to start, and then a second grant is due; more than that
+# is a fault)
+el=$(( $(now_ms) - START[f1] ))
+if [ "$el" -lt 950 ]; then
+	is "$n" 1 "five concurrent polls: one granted at once, four held"
+else
+	check "five concurrent polls: one granted at once, the rest held ($n granted in $el ms: at most one a second)" \
+	    between "$n" 1 $(( 1 + el / 1000 ))
+fi
 order= ends=()
 for i in 1 2 3 4 5; do
 	poll_end "f$i"
