@@ -13,7 +13,7 @@ SO=$B/agent/.libs/libprofd-agent.so
 STACKS=${top_srcdir:-.}/test/lib/pprof_stacks.py
 [ -f "$SO" ] || skip_all "agent not built"
 command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
-    skip_all "redis-server and redis-benchmark not installed (tools/deps.sh)"
+    skip_all "redis-server and redis-benchmark not installed (tools/deps.sh --test)"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
 out=$T_TMP/profiles
 mkdir -p "$out"

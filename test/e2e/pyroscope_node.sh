@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Grafana Pyroscope's Node.js SDK (npm @pyroscope/nodejs 0.6.4, as
-# published, installed by tools/deps.sh into test/pyroscope) pushing to
+# published, installed by tools/deps.sh --test into test/pyroscope) pushing to
 # profd's /ingest with a bearer token: its wall and heap profiles are
 # stored under the application's name with the right types, its tags as
 # labels (and spy=nodespy), each reads in `go tool pprof` with the
@@ -13,7 +13,7 @@ command -v jq >/dev/null 2>&1 || skip_all "jq not installed"
 command -v node >/dev/null 2>&1 || skip_all "node not installed"
 SDK=$top_srcdir/test/pyroscope
 [ -d "$SDK/node_modules/@pyroscope/nodejs" ] ||
-    skip_all "@pyroscope/nodejs not installed (tools/deps.sh runs npm ci in test/pyroscope)"
+    skip_all "@pyroscope/nodejs not installed (tools/deps.sh --test runs npm ci in test/pyroscope)"
 
 W='from=2020-01-01T00:00:00&to=2100-01-01T00:00:00'
 cat > "$T_TMP/tokens" <<'T'

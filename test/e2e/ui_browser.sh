@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The web UI in a real browser: Debian's chromium, headless, driven by
-# playwright-core from npm (test/ui/ui_test.mjs; tools/deps.sh installs
+# playwright-core from npm (test/ui/ui_test.mjs; tools/deps.sh --test installs
 # both), against profd with auth on and the corpus's cpuburn profiles of
 # builds A and B: the page asks for a token and then works, the top
 # table's first row and its flat value equal `go tool pprof -top`'s, the
@@ -15,10 +15,10 @@
 S=${top_srcdir:-.}
 G=$PROFD_CORPUS/go
 command -v go >/dev/null 2>&1 || skip_all "go tool pprof not installed"
-command -v node >/dev/null 2>&1 || skip_all "node not installed (tools/deps.sh)"
-[ -x /usr/bin/chromium ] || skip_all "chromium not installed (tools/deps.sh)"
+command -v node >/dev/null 2>&1 || skip_all "node not installed (tools/deps.sh --test)"
+[ -x /usr/bin/chromium ] || skip_all "chromium not installed (tools/deps.sh --test)"
 [ -d "$S/test/ui/node_modules/playwright-core" ] ||
-    skip_all "playwright-core not installed (tools/deps.sh: npm ci --prefix test/ui)"
+    skip_all "playwright-core not installed (tools/deps.sh --test: npm ci --prefix test/ui)"
 [ -d "$G" ] || skip_all "corpus not found at $PROFD_CORPUS"
 
 printf 'reader-0123456789 read\nwriter-0123456789 write\n' >"$T_TMP/tokens"
