@@ -26,6 +26,7 @@
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 #include "storage/store.h"
+#include "storage/store_free.h"
 
 #define BACKFILL_FIRST_MS	500	/* first batch this soon after start */
 
@@ -111,8 +112,8 @@ backfill_work(struct pool_job *pj)
 		b->batch_n = n;
 		snprintf(b->after, sizeof b->after, "%s", ids[n - 1]);
 	}
-	store_strings_free(ids, n);
-	store_strings_free(totals, n);
+	store_free_strings(ids, n);
+	store_free_strings(totals, n);
 }
 
 /* Loop: a batch finished; queue the next or end. */

@@ -16,6 +16,7 @@
 #include "common/xmalloc.h"
 #include "storage/blobmeta.h"
 #include "storage/blobs.h"
+#include "storage/store_meta.h"
 
 enum blobmeta_tag {
 	BLOBMETA_ID = 1,

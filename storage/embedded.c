@@ -34,6 +34,8 @@
 #include "storage/meta_sqlite.h"
 #include "storage/meta_timeline.h"
 #include "storage/recover.h"
+#include "storage/store_bucket.h"
+#include "storage/store_free.h"
 #include "storage/store_ops.h"
 
 struct embedded {
@@ -419,7 +421,7 @@ embedded_rollup_forget(struct embedded *e, char **names, size_t nnames,
 			why = NULL;
 		}
 	}
-	store_strings_free(names, nnames);
+	store_free_strings(names, nnames);
 	pthread_mutex_lock(&e->mu);
 	for (i = 0; i < STORE_ROLLUP_LEVELS; i++)
 		e->rst.rollups[i] -= rows[i];
@@ -469,7 +471,7 @@ embedded_delete_before(void *be, int64_t cutoff, size_t batch,
 			why = NULL;
 		}
 	}
-	store_strings_free(ids, n);
+	store_free_strings(ids, n);
 	*deleted = n;
 	return 0;
 }
@@ -546,7 +548,7 @@ embedded_compact_write(struct embedded *e, const struct store_compaction *c,
 	m.size = (int64_t)r->len;
 	m.samples = r->profiles;
 	m.sample_types = r->sample_types;
-	m.duration_ns = store_rollup_step[c->level] * INT64_C(1000000000);
+	m.duration_ns = store_bucket_step[c->level] * INT64_C(1000000000);
 	blobmeta_encode(&m, &meta, &meta_len);
 	rc = blobs_create(e->rollups, name, meta, meta_len, r->bytes, r->len,
 	    fd, cause);

@@ -23,6 +23,7 @@
 #include "storage/meta_rollup.h"
 #include "storage/rollup_build.h"
 #include "storage/meta_sqlite_int.h"
+#include "storage/store_bucket.h"
 
 #define META_COMPACT_NS		INT64_C(1000000000)
 #define META_COMPACT_LATE_BATCH	512	/* late profiles flagged at once */
@@ -160,7 +161,7 @@ meta_compact_covered(struct meta_conn *c, const char *service,
 
 	for (l = level; l < STORE_ROLLUP_LEVELS; l++) {
 		rc = meta_rollup_is_done(c, service, type, l,
-		    b - b % store_rollup_step[l], cause);
+		    b - b % store_bucket_step[l], cause);
 		if (rc != 0)
 			return rc;
 	}
@@ -211,8 +212,8 @@ meta_compact_next_minute(struct meta_sqlite *ms, struct meta_conn *c,
 			never[nnever++] = pk;
 			continue;
 		}
-		m = store_timeline_bucket(at, store_rollup_step[0]) *
-		    store_rollup_step[0];
+		m = store_bucket_of(at, store_bucket_step[0]) *
+		    store_bucket_step[0];
 		rc = meta_compact_covered(c, sv ? sv : "", ty ? ty : "", 0, m,
 		    cause);
 		if (rc == -1)
@@ -264,7 +265,7 @@ meta_compact_next_todo(struct meta_conn *c, int level, int64_t before,
 	if (s == NULL)
 		return -1;
 	sqlite3_bind_int(s, 1, level);
-	sqlite3_bind_int64(s, 2, before - store_rollup_step[level]);
+	sqlite3_bind_int64(s, 2, before - store_bucket_step[level]);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
 		*service = xstrdup((const char *)sqlite3_column_text(s, 0));
@@ -303,7 +304,7 @@ meta_compact_find(struct meta_sqlite *ms, struct meta_conn *c, int64_t now_ns,
 	for (l = 1; rc == 0 && l < STORE_ROLLUP_LEVELS; l++) {
 		for (;;) {
 			rc = meta_compact_next_todo(c, l,
-			    store_timeline_bucket(before, 1), &service, &type,
+			    store_bucket_of(before, 1), &service, &type,
 			    &bucket, cause);
 			if (rc != 1)
 				break;
@@ -335,7 +336,7 @@ meta_compact_find(struct meta_sqlite *ms, struct meta_conn *c, int64_t now_ns,
 	rc = meta_conn_exec(c->db, "BEGIN", cause, "begin");
 	if (rc == 0)
 		rc = rollup_build_collect(b, &ops, level, bucket,
-		    bucket + store_rollup_step[level], cause);
+		    bucket + store_bucket_step[level], cause);
 	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
 	if (rc == 0)
 		*out = rollup_build_finish(b, service, type, level, bucket);
@@ -445,7 +446,7 @@ meta_compact_write(struct meta_conn *w, const struct store_compaction *c,
 		sqlite3_reset(s);
 		meta_rollup_bind_key(s, c->service, c->type, c->level + 1);
 		sqlite3_bind_int64(s, 4, c->bucket - c->bucket %
-		    store_rollup_step[c->level + 1]);
+		    store_bucket_step[c->level + 1]);
 		sqlite3_bind_int(s, 5, 0);
 		rc = sqlite3_step(s);
 	}

@@ -15,6 +15,7 @@
 #include "common/xmalloc.h"
 #include "storage/meta_sqlite_int.h"
 #include "storage/meta_timeline.h"
+#include "storage/store_free.h"
 
 /* Pages returned to the file system after each retention batch. */
 #define META_VACUUM_PAGES	"4096"
@@ -219,7 +220,7 @@ meta_maint_missing_totals(struct meta_sqlite *ms, const char *after,
 	sqlite3_reset(s);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		meta_conn_error(c->db, cause, "find rows without totals");
-		store_strings_free(v, nv);
+		store_free_strings(v, nv);
 		goto out;
 	}
 	if (nv == 0) {

@@ -20,6 +20,8 @@
 
 #include "common/xmalloc.h"
 #include "storage/meta_sqlite_int.h"
+#include "storage/store_free.h"
+#include "storage/store_meta.h"
 
 #define META_PLAN_CAP	4096
 
@@ -426,7 +428,7 @@ meta_query_collect_strings(struct meta_conn *c, sqlite3_stmt *s, char ***out,
 	}
 	sqlite3_reset(s);
 	if (rc != SQLITE_DONE) {
-		store_strings_free(v, nv);
+		store_free_strings(v, nv);
 		return meta_conn_error(c->db, cause, what);
 	}
 	*out = v;
@@ -477,7 +479,7 @@ meta_query_services(struct meta_sqlite *ms, char ***out, size_t *n,
 out:
 	if (s != NULL)
 		sqlite3_reset(s);
-	store_strings_free(v, nv);
+	store_free_strings(v, nv);
 	free(last);
 	meta_conn_put(&ms->pool, c);
 	return ret;

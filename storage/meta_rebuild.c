@@ -38,6 +38,7 @@
 #include "storage/blobs.h"
 #include "storage/meta_rebuild.h"
 #include "storage/meta_sqlite.h"
+#include "storage/store_meta.h"
 
 #define META_REBUILD_BATCH	1000	/* rows per transaction */
 #define META_REBUILD_LOG_MAX	200	/* skipped blobs named in the log */

@@ -81,7 +81,7 @@ int	meta_compact_abandon(struct meta_sqlite *, struct store_compaction *,
 /*
  * Retention (meta_rollup_maint.c): deletes up to batch rollup rows (and bucket marks) of
  * buckets starting before cutoff (ns). *names: OUT blob names of the
- * deleted rows that had a blob (free with store_strings_free), *bytes:
+ * deleted rows that had a blob (free with store_free_strings), *bytes:
  * OUT their sizes, rows[level]: OUT (added to) rows deleted by level; *n:
  * OUT rows deleted.
  */
@@ -112,7 +112,7 @@ int	meta_rollup_maint_late(struct meta_sqlite *, int64_t *count,
  * fresh again, the rows and done marks of the minute and of the buckets
  * over it deleted (those queued again), so compaction rebuilds them with
  * the late ones in. *names: OUT blobs of deleted rows (free with
- * store_strings_free); *minutes: OUT minutes reopened; gone: OUT rows by
+ * store_free_strings); *minutes: OUT minutes reopened; gone: OUT rows by
  * level and bytes deleted.
  */
 int	meta_rollup_maint_heal(struct meta_sqlite *, char ***names,

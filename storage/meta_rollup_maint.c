@@ -9,6 +9,8 @@
 #include "common/xmalloc.h"
 #include "storage/meta_rollup.h"
 #include "storage/meta_sqlite_int.h"
+#include "storage/store_bucket.h"
+#include "storage/store_free.h"
 
 #define META_ROLLUP_MAINT_NS	INT64_C(1000000000)
 
@@ -86,7 +88,7 @@ rollback:
 out:
 	meta_sqlite_writer_release(ms);
 	if (ret == -1) {
-		store_strings_free(*names, *nnames);
+		store_free_strings(*names, *nnames);
 		*names = NULL;
 		*nnames = *n = 0;
 		*bytes = 0;
@@ -359,8 +361,8 @@ meta_rollup_maint_heal(struct meta_sqlite *ms, char ***names, size_t *nnames,
 	if ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		service = xstrdup((const char *)sqlite3_column_text(s, 0));
 		type = xstrdup((const char *)sqlite3_column_text(s, 1));
-		day = store_timeline_bucket(sqlite3_column_int64(s, 2),
-		    store_rollup_step[STORE_ROLLUP_LEVELS - 1]);
+		day = store_bucket_of(sqlite3_column_int64(s, 2),
+		    store_bucket_step[STORE_ROLLUP_LEVELS - 1]);
 	}
 	sqlite3_finalize(s);
 	s = NULL;
@@ -369,7 +371,7 @@ meta_rollup_maint_heal(struct meta_sqlite *ms, char ***names, size_t *nnames,
 		    "find late profiles");
 		goto rollback;
 	}
-	day *= store_rollup_step[STORE_ROLLUP_LEVELS - 1];
+	day *= store_bucket_step[STORE_ROLLUP_LEVELS - 1];
 	/* The day's late profiles, minute by minute. */
 	if ((s = meta_rollup_prepare(w, "SELECT created_at FROM profiles "
 	    "INDEXED BY profiles_loose WHERE rolled <= 0 AND rolled = 0 AND "
@@ -380,14 +382,14 @@ meta_rollup_maint_heal(struct meta_sqlite *ms, char ***names, size_t *nnames,
 	    "created_at < ?4 AND rolled IN (0, 1)", cause)) == NULL)
 		goto rollback;
 	sqlite3_bind_int64(s, 1, day * META_ROLLUP_MAINT_NS);
-	sqlite3_bind_int64(s, 2, (day + store_rollup_step[
+	sqlite3_bind_int64(s, 2, (day + store_bucket_step[
 	    STORE_ROLLUP_LEVELS - 1]) * META_ROLLUP_MAINT_NS);
 	sqlite3_bind_text(s, 3, service, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 4, type, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		at = sqlite3_column_int64(s, 0);
-		m = store_timeline_bucket(at, store_rollup_step[0]) *
-		    store_rollup_step[0];
+		m = store_bucket_of(at, store_bucket_step[0]) *
+		    store_bucket_step[0];
 		if (m == last)
 			continue;
 		last = m;
@@ -397,14 +399,14 @@ meta_rollup_maint_heal(struct meta_sqlite *ms, char ***names, size_t *nnames,
 		sqlite3_bind_text(u, 1, service, -1, SQLITE_STATIC);
 		sqlite3_bind_text(u, 2, type, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(u, 3, m * META_ROLLUP_MAINT_NS);
-		sqlite3_bind_int64(u, 4, (m + store_rollup_step[0]) *
+		sqlite3_bind_int64(u, 4, (m + store_bucket_step[0]) *
 		    META_ROLLUP_MAINT_NS);
 		if (sqlite3_step(u) != SQLITE_DONE) {
 			meta_conn_error(w->db, cause, "reopen profiles");
 			goto rollback;
 		}
 		for (level = 0; level < STORE_ROLLUP_LEVELS; level++) {
-			b = m - m % store_rollup_step[level];
+			b = m - m % store_bucket_step[level];
 			if (meta_rollup_maint_reopen_bucket(w, service, type,
 			    level, b, names, nnames, gone, cause) == -1)
 				goto rollback;
@@ -426,7 +428,7 @@ rollback:
 	sqlite3_finalize(u);
 	sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
 	if (ret == -1) {
-		store_strings_free(*names, *nnames);
+		store_free_strings(*names, *nnames);
 		*names = NULL;
 		*nnames = *minutes = 0;
 	}

@@ -45,7 +45,7 @@ int	meta_sqlite_insert_many(struct meta_sqlite *,
 /*
  * Deletes up to batch rows created before cutoff, oldest first, in one
  * committed transaction. *ids: OUT new array of the deleted ids (free with
- * store_strings_free), *n: OUT count.
+ * store_free_strings), *n: OUT count.
  */
 int	meta_maint_delete_before(struct meta_sqlite *, int64_t cutoff,
 	    size_t batch, char ***ids, size_t *n, char **cause);

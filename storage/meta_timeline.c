@@ -23,6 +23,8 @@
 
 #include "common/xmalloc.h"
 #include "storage/meta_timeline.h"
+#include "storage/store_bucket.h"
+#include "storage/store_meta.h"
 
 #define META_TIMELINE_MINUTE	60000000000LL	/* ns */
 /* Rows without totals counted for the answer, at most. */
@@ -91,7 +93,7 @@ meta_timeline_apply(struct meta_conn *w, const struct meta_timeline_row *r,
 	meta_timeline_counts(r->sample_types, r->totals, &nt, &nv);
 	if (nt == 0 || nt != nv)
 		return 0;
-	minute = store_timeline_bucket(r->created_at, 60);
+	minute = store_bucket_of(r->created_at, 60);
 	st = r->sample_types;
 	tv = r->totals;
 	for (;;) {
@@ -118,7 +120,7 @@ meta_timeline_apply(struct meta_conn *w, const struct meta_timeline_row *r,
 static void
 meta_timeline_add(struct store_timeline *tl, int64_t ns, int64_t v, int64_t n)
 {
-	int64_t	i = store_timeline_bucket(ns, tl->step) - tl->b0;
+	int64_t	i = store_bucket_of(ns, tl->step) - tl->b0;
 
 	if (i < 0 || (uint64_t)i >= tl->n)
 		return;
@@ -215,7 +217,7 @@ meta_timeline_rows(struct meta_conn *c, const struct store_query *q,
 	for (i = 0; i < q->nlabels; i++)
 		sqlite3_bind_int64(s, 6 + (int)i, ids[i]);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (store_totals_value((const char *)sqlite3_column_text(s,
+		if (store_meta_totals_value((const char *)sqlite3_column_text(s,
 		    1), (const char *)sqlite3_column_text(s, 2),
 		    tl->sample_type, &v))
 			meta_timeline_add(tl, sqlite3_column_int64(s, 0), v,
@@ -322,8 +324,8 @@ meta_timeline_query(struct meta_pool *readers, const struct store_query *q,
 		return -1;
 	ids = xcalloc(q->nlabels + 1, sizeof *ids);
 	/* The full minutes inside [from, to]. */
-	lo = store_timeline_bucket(q->from - 1, 60) + 1;
-	hi = store_timeline_bucket(q->to + 1, 60) - 1;
+	lo = store_bucket_of(q->from - 1, 60) + 1;
+	hi = store_bucket_of(q->to + 1, 60) - 1;
 	if (q->from > q->to)
 		goto done;
 	if ((rc = meta_timeline_labels(c, q, lo, hi, tl, ids, cause)) != 0) {

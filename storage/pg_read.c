@@ -13,6 +13,8 @@
 
 #include "common/xmalloc.h"
 #include "storage/pg_int.h"
+#include "storage/store_bucket.h"
+#include "storage/store_meta.h"
 
 #define PG_READ_COLUMNS	"p.pk, p.id, p.service, p.type, p.created_at, " \
 	"p.size, p.samples, p.sample_types, p.duration_ns, p.totals"
@@ -435,7 +437,7 @@ pg_read_missing_totals(struct pg *pg, const char *after, size_t limit,
 static void
 pg_read_timeline_add(struct store_timeline *tl, int64_t ns, int64_t v)
 {
-	int64_t	i = store_timeline_bucket(ns, tl->step) - tl->b0;
+	int64_t	i = store_bucket_of(ns, tl->step) - tl->b0;
 
 	if (i < 0 || (uint64_t)i >= tl->n)
 		return;
@@ -478,7 +480,7 @@ pg_read_timeline_on(PGconn *c, const struct store_query *q,
 				break;
 			n = PQntuples(r);
 			for (i = 0; i < n; i++)
-				if (store_totals_value(PQgetvalue(r, i, 1),
+				if (store_meta_totals_value(PQgetvalue(r, i, 1),
 				    PQgetvalue(r, i, 2), tl->sample_type, &v))
 					pg_read_timeline_add(tl,
 					    pg_conn_int(r, i, 0), v);

@@ -21,6 +21,7 @@
 #include "storage/pg_int.h"
 #include "storage/rollup_build.h"
 #include "storage/rollup_ids.h"
+#include "storage/store_bucket.h"
 
 #define PG_ROLLUP_NS		INT64_C(1000000000)
 #define PG_ROLLUP_LATE_BATCH	512	/* fresh profiles looked at once */
@@ -103,7 +104,7 @@ pg_rollup_covered(PGconn *c, const char *service, const char *type,
 	pg_args_str(&p, service);
 	pg_args_str(&p, type);
 	for (l = level; l < STORE_ROLLUP_LEVELS; l++) {
-		k = pg_args_int(&p, b - b % store_rollup_step[l]);
+		k = pg_args_int(&p, b - b % store_bucket_step[l]);
 		tmp = xasprintf("%s%s(level = %d AND bucket = $%d::bigint)",
 		    sql, l > level ? " OR " : "", l, k);
 		free(sql);
@@ -174,8 +175,8 @@ pg_rollup_next_minute(PGconn *c, int64_t before, int64_t after,
 			pg_args_array_int(&never, pg_conn_int(r, i, 0));
 			continue;
 		}
-		m = store_timeline_bucket(pg_conn_int(r, i, 3),
-		    store_rollup_step[0]) * store_rollup_step[0];
+		m = store_bucket_of(pg_conn_int(r, i, 3),
+		    store_bucket_step[0]) * store_bucket_step[0];
 		/* Rows come by time: one look per service, type, minute. */
 		if (lsv == NULL || m != lm || strcmp(sv, lsv) != 0 ||
 		    strcmp(ty, lty) != 0) {
@@ -221,7 +222,7 @@ pg_rollup_next_todo(PGconn *c, int level, int64_t before, char **service,
 	PGresult	*r;
 	char		 a[24], b[24];
 	const char	*v[2] = { pg_conn_i64(a, level),
-	    pg_conn_i64(b, before - store_rollup_step[level]) };
+	    pg_conn_i64(b, before - store_bucket_step[level]) };
 	int		 rc;
 
 	rc = pg_conn_exec(c, "SELECT service, type, bucket FROM "
@@ -372,7 +373,7 @@ pg_rollup_find(PGconn *c, int64_t before, int64_t after_ns, char **service,
 		return rc;	/* a minute, an error, or a batch ends */
 	for (l = 1; l < STORE_ROLLUP_LEVELS; l++) {
 		for (;;) {
-			rc = pg_rollup_next_todo(c, l, store_timeline_bucket(
+			rc = pg_rollup_next_todo(c, l, store_bucket_of(
 			    before, 1), service, type, bucket, cause);
 			if (rc != 1)
 				break;
@@ -428,7 +429,7 @@ pg_rollup_next(struct pg *pg, int64_t now_ns, int64_t delay_ns,
 		    "READ ONLY", cause, "begin");
 		if (rc == 0)
 			rc = rollup_build_collect(b, &ops, level, bucket,
-			    bucket + store_rollup_step[level], cause);
+			    bucket + store_bucket_step[level], cause);
 		if (rc != 0 && src.err != 0)
 			rc = src.err;
 		(void)pg_conn_cmd(c, "COMMIT", NULL, NULL);
@@ -542,7 +543,7 @@ pg_rollup_write(PGconn *c, struct store_compaction *cp, char **cause)
 		goto out;
 	/* The bucket is done; the parent waits for its end. */
 	v[4] = cp->level + 1 < STORE_ROLLUP_LEVELS ? pg_conn_i64(n,
-	    cp->bucket - cp->bucket % store_rollup_step[cp->level + 1]) : NULL;
+	    cp->bucket - cp->bucket % store_bucket_step[cp->level + 1]) : NULL;
 	v[5] = pg_conn_i64(by, cp->level + 1);
 	if ((rc = pg_conn_exec(c, "INSERT INTO rollup_buckets (service, type, "
 	    "level, bucket, done) SELECT $1, $2, $3::smallint, $4::bigint, 1 "

@@ -14,6 +14,7 @@
 #include "common/xmalloc.h"
 #include "storage/pg_int.h"
 #include "storage/rollup_ids.h"
+#include "storage/store_bucket.h"
 
 #define PG_ROLLUP_MAINT_NS	INT64_C(1000000000)
 
@@ -178,14 +179,14 @@ pg_rollup_maint_reopen_day(PGconn *c, size_t *minutes, char **cause)
 	}
 	service = pg_conn_str(r, 0, 0);
 	type = pg_conn_str(r, 0, 1);
-	day = store_timeline_bucket(pg_conn_int(r, 0, 2),
-	    store_rollup_step[STORE_ROLLUP_LEVELS - 1]) *
-	    store_rollup_step[STORE_ROLLUP_LEVELS - 1];
+	day = store_bucket_of(pg_conn_int(r, 0, 2),
+	    store_bucket_step[STORE_ROLLUP_LEVELS - 1]) *
+	    store_bucket_step[STORE_ROLLUP_LEVELS - 1];
 	PQclear(r);
 	v[0] = service;
 	v[1] = type;
 	v[2] = pg_conn_i64(a, day * PG_ROLLUP_MAINT_NS);
-	v[3] = pg_conn_i64(z, (day + store_rollup_step[STORE_ROLLUP_LEVELS -
+	v[3] = pg_conn_i64(z, (day + store_bucket_step[STORE_ROLLUP_LEVELS -
 	    1]) * PG_ROLLUP_MAINT_NS);
 	rc = pg_conn_exec(c, "SELECT created_at FROM profiles WHERE rolled <= "
 	    "0 AND rolled = 0 AND service = $1 AND type = $2 AND created_at >= "
@@ -197,15 +198,15 @@ pg_rollup_maint_reopen_day(PGconn *c, size_t *minutes, char **cause)
 		return rc;
 	}
 	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
-		m = store_timeline_bucket(pg_conn_int(r, i, 0),
-		    store_rollup_step[0]) * store_rollup_step[0];
+		m = store_bucket_of(pg_conn_int(r, i, 0),
+		    store_bucket_step[0]) * store_bucket_step[0];
 		if (m == last)
 			continue;
 		last = m;
 		(*minutes)++;
 		/* Its profiles fresh again, every bucket over it reopened. */
 		v[2] = pg_conn_i64(m0, m * PG_ROLLUP_MAINT_NS);
-		v[3] = pg_conn_i64(m1, (m + store_rollup_step[0]) *
+		v[3] = pg_conn_i64(m1, (m + store_bucket_step[0]) *
 		    PG_ROLLUP_MAINT_NS);
 		rc = pg_conn_exec(c, "UPDATE profiles SET rolled = -1 WHERE "
 		    "service = $1 AND type = $2 AND created_at >= $3::bigint "
@@ -213,7 +214,7 @@ pg_rollup_maint_reopen_day(PGconn *c, size_t *minutes, char **cause)
 		    NULL, NULL, NULL, cause, "reopen profiles");
 		for (l = 0; rc == 0 && l < STORE_ROLLUP_LEVELS; l++)
 			rc = pg_rollup_maint_reopen(c, service, type, l,
-			    m - m % store_rollup_step[l], cause);
+			    m - m % store_bucket_step[l], cause);
 	}
 	PQclear(r);
 	free(service);

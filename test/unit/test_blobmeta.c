@@ -15,6 +15,7 @@
 #include "common/utf8.h"
 #include "common/xmalloc.h"
 #include "storage/blobmeta.h"
+#include "storage/store_meta.h"
 #include "test/lib/tap.h"
 
 /* A row with labels like an upload's. */

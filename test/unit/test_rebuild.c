@@ -28,6 +28,7 @@
 #include "storage/blobmeta.h"
 #include "storage/blobs.h"
 #include "storage/store.h"
+#include "storage/store_meta.h"
 #include "test/lib/tap.h"
 
 #define NPUT	12

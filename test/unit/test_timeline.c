@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "storage/store.h"
+#include "storage/store_free.h"
 #include "test/lib/tap.h"
 
 #define NROWS		1500
@@ -323,8 +324,8 @@ backfill(struct store *st, size_t *done)
 		free(after);
 		after = strdup(ids[n - 1]);
 		*done += n;
-		store_strings_free(ids, n);
-		store_strings_free(tot, n);
+		store_free_strings(ids, n);
+		store_free_strings(tot, n);
 		if (rc != 0)
 			break;
 	}
