@@ -1,6 +1,6 @@
 /*
- * The totals backfill. The timeline (storage/meta_timeline.c) sums each
- * profile's totals, which profd computes at ingest; rows stored by an
+ * The totals backfill. The timeline (storage/embedded/meta_timeline.c) sums
+ * each profile's totals, which profd computes at ingest; rows stored by an
  * older profd, or rebuilt from blobs, have none. Shortly after start a
  * one-shot loop timer queues one batch job on the worker pool: it takes
  * up to BACKFILL_BATCH ids of such rows (in id order, after the last

@@ -103,10 +103,11 @@ int	store_unavailable(void);
  * Opens (creating if needed) the store in data_dir, removes temp files and
  * reports rows with no blob. Blobs with no row are removed when there are
  * at most orphan_limit of them (the most a crash can leave, see
- * recover.c), and moved aside into DATA_DIR/orphans/xx/ID when there are
- * more, never removed. Refuses to open (NULL, *cause says why and what to
- * do) when blob files exist but meta.db does not, or when meta.db has no
- * rows and more than orphan_limit blobs exist. *rec may be NULL.
+ * storage/embedded/recover.c), and moved aside into DATA_DIR/orphans/xx/ID
+ * when there are more, never removed. Refuses to open (NULL, *cause says
+ * why and what to do) when blob files exist but meta.db does not, or when
+ * meta.db has no rows and more than orphan_limit blobs exist. *rec may be
+ * NULL.
  */
 struct store	*store_open(const char *data_dir, size_t orphan_limit,
 		    struct store_recovery *rec, char **cause);
@@ -224,7 +225,8 @@ struct store_rebuild {
  * meta.db holding rows is refused, never replaced; a new one is built
  * beside it and renamed into place only when complete. Blobs left out
  * are moved to orphans/, never deleted. Blobs without metadata go to
- * legacy (NULL: left out). *rep says what was done; see meta_rebuild.c.
+ * legacy (NULL: left out). *rep says what was done; see
+ * storage/embedded/meta_rebuild.c.
  */
 int	store_rebuild(const char *data_dir, store_legacy_cb legacy, void *arg,
 	    struct store_rebuild *rep, char **cause);

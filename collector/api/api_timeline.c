@@ -7,9 +7,9 @@
  * about 200 buckets, rounded up to a round step). Bucket i starts at
  * (b0 + i) * step Unix seconds; every bucket of the window is answered,
  * empty ones with 0. The numbers come from each profile's totals kept in
- * the metadata at ingest (storage/meta_timeline.c), never from blobs, so
- * a week of a large fleet answers in milliseconds; their sum over the
- * window is the total of the merge of the same selection. Profiles
+ * the metadata at ingest (storage/embedded/meta_timeline.c), never from
+ * blobs, so a week of a large fleet answers in milliseconds; their sum over
+ * the window is the total of the merge of the same selection. Profiles
  * stored before totals existed count once the background backfill
  * (collector/backfill.c) has read them; "pending" says how many are left.
  */

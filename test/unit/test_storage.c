@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "storage/meta_sqlite.h"
+#include "storage/embedded/meta_sqlite.h"
 #include "storage/store.h"
 #include "storage/store_free.h"
 #include "storage/store_meta.h"

@@ -30,8 +30,8 @@
 #include <sqlite3.h>
 
 #include "common/xmalloc.h"
-#include "storage/meta_sqlite.h"
-#include "storage/meta_timeline.h"
+#include "storage/embedded/meta_sqlite.h"
+#include "storage/embedded/meta_timeline.h"
 #include "storage/store_bucket.h"
 #include "storage/store_meta.h"
 

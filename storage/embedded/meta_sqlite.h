@@ -69,7 +69,7 @@ int	meta_sqlite_ids(struct meta_sqlite *, char **ids, size_t *n,
 /* The pool of reader connections (for meta_timeline_query). */
 struct meta_pool	*meta_sqlite_readers(struct meta_sqlite *);
 
-/* Queries (meta_query.c); semantics as store_list etc. in store.h. */
+/* Queries (meta_query.c); semantics as store_list etc. in storage/store.h. */
 int	meta_query_list(struct meta_sqlite *, const struct store_query *q,
 	    struct profile_meta **out, size_t *n, char **cause);
 int	meta_query_scan(struct meta_sqlite *, const char *after,

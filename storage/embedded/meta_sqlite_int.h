@@ -1,7 +1,7 @@
 /*
  * Internals shared by the files of the SQLite metadata store: the store
  * state and the writer's lock.
- * Not for use outside storage/.
+ * Not for use outside storage/embedded/.
  */
 #ifndef PROFD_META_SQLITE_INT_H
 #define PROFD_META_SQLITE_INT_H
@@ -9,8 +9,8 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
-#include "storage/meta_conn.h"
-#include "storage/meta_sqlite.h"
+#include "storage/embedded/meta_conn.h"
+#include "storage/embedded/meta_sqlite.h"
 
 struct meta_put;
 

@@ -13,8 +13,8 @@
 
 #include "common/log.h"
 #include "common/xmalloc.h"
-#include "storage/meta_sqlite_int.h"
-#include "storage/meta_timeline.h"
+#include "storage/embedded/meta_sqlite_int.h"
+#include "storage/embedded/meta_timeline.h"
 #include "storage/store_free.h"
 
 /* Pages returned to the file system after each retention batch. */

@@ -34,10 +34,10 @@
 
 #include "common/log.h"
 #include "common/xmalloc.h"
-#include "storage/blobmeta.h"
-#include "storage/blobs.h"
-#include "storage/meta_rebuild.h"
-#include "storage/meta_sqlite.h"
+#include "storage/embedded/blobmeta.h"
+#include "storage/embedded/blobs.h"
+#include "storage/embedded/meta_rebuild.h"
+#include "storage/embedded/meta_sqlite.h"
 #include "storage/store_meta.h"
 
 #define META_REBUILD_BATCH	1000	/* rows per transaction */

@@ -1,16 +1,16 @@
 /*
  * Time-window merges over the SQLite metadata's rollups (store_plan): the
- * query's labels resolved, then rollup_plan.c decides, reading the done
- * marks, the rows and the profiles here, all in one snapshot (one read
- * transaction).
+ * query's labels resolved, then storage/rollup_plan.c decides, reading the
+ * done marks, the rows and the profiles here, all in one snapshot (one
+ * read transaction).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "storage/meta_conn.h"
-#include "storage/meta_rollup.h"
+#include "storage/embedded/meta_conn.h"
+#include "storage/embedded/meta_rollup.h"
 #include "storage/rollup_plan.h"
 
 /* What the plan's reads need: the connection, the query, its labels. */

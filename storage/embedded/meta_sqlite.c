@@ -32,9 +32,9 @@
 
 #include "common/log.h"
 #include "common/xmalloc.h"
-#include "storage/meta_sqlite_int.h"
-#include "storage/meta_rollup.h"
-#include "storage/meta_timeline.h"
+#include "storage/embedded/meta_sqlite_int.h"
+#include "storage/embedded/meta_rollup.h"
+#include "storage/embedded/meta_timeline.h"
 
 #define META_WRITER_CACHE_KIB	"65536"
 #define META_SCHEMA_VERSION	3

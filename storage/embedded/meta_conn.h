@@ -1,7 +1,7 @@
 /*
  * SQLite connections of the metadata store (meta_conn.c): one connection
  * with its cache of prepared statements, a pool of reader connections,
- * and helpers to run statements. Not for use outside storage/.
+ * and helpers to run statements. Not for use outside storage/embedded/.
  */
 #ifndef PROFD_META_CONN_H
 #define PROFD_META_CONN_H

@@ -1,6 +1,6 @@
 /*
  * Rebuilding meta.db from the metadata in the blob headers: the embedded
- * backend's store_rebuild (see store.h and meta_rebuild.c).
+ * backend's store_rebuild (see storage/store.h and meta_rebuild.c).
  */
 #ifndef PROFD_META_REBUILD_H
 #define PROFD_META_REBUILD_H

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "storage/meta_timeline.h"
+#include "storage/embedded/meta_timeline.h"
 #include "storage/store_bucket.h"
 #include "storage/store_meta.h"
 

@@ -1,8 +1,8 @@
 /*
  * Rollups in the SQLite metadata: meta_compact.c builds them,
  * meta_rollup_maint.c keeps them, meta_plan.c reads them for time-window
- * merges, over meta_rollup.c's helpers. Not for use outside storage/.
- * docs/DESIGN.md, "Rollups", has the whole design.
+ * merges, over meta_rollup.c's helpers. Not for use outside
+ * storage/embedded/. docs/DESIGN.md, "Rollups", has the whole design.
  */
 #ifndef PROFD_META_ROLLUP_H
 #define PROFD_META_ROLLUP_H

@@ -1,8 +1,9 @@
 /*
  * What the files of rollups share (meta_compact.c builds rollups,
- * meta_rollup_maint.c keeps them, meta_plan.c reads them): rollup blob
- * names, label-id sets as text, and small statement helpers. The design
- * is in docs/DESIGN.md, "Rollups".
+ * meta_rollup_maint.c keeps them, meta_plan.c reads them): small
+ * statement helpers and the buckets' done marks. Rollup blob names and
+ * label-id sets are storage/rollup_ids.c's. The design is in
+ * docs/DESIGN.md, "Rollups".
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,8 +11,8 @@
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "storage/meta_rollup.h"
-#include "storage/meta_sqlite_int.h"
+#include "storage/embedded/meta_rollup.h"
+#include "storage/embedded/meta_sqlite_int.h"
 
 /* Prepares sql on c; NULL with *cause. */
 sqlite3_stmt *

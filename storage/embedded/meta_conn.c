@@ -11,7 +11,7 @@
 
 #include "common/log.h"
 #include "common/xmalloc.h"
-#include "storage/meta_conn.h"
+#include "storage/embedded/meta_conn.h"
 
 #define META_MMAP_SIZE		"268435456"
 

@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 #include "common/xmalloc.h"
-#include "storage/blobs.h"
+#include "storage/embedded/blobs.h"
 #include "storage/store.h"
 
 #define BLOBS_TEMP_PREFIX	".tmp."

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "storage/meta_sqlite_int.h"
+#include "storage/embedded/meta_sqlite_int.h"
 #include "storage/store_free.h"
 #include "storage/store_meta.h"
 

@@ -36,7 +36,7 @@
 
 #include "common/log.h"
 #include "common/xmalloc.h"
-#include "storage/recover.h"
+#include "storage/embedded/recover.h"
 
 #define RECOVER_LOG_MAX	10	/* missing blobs named in the log */
 

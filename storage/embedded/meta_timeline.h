@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "storage/meta_conn.h"
+#include "storage/embedded/meta_conn.h"
 #include "storage/store.h"
 
 /* What a profile adds to (or, deleted, takes from) the buckets. */
@@ -32,7 +32,7 @@ struct meta_timeline_row {
 int	meta_timeline_apply(struct meta_conn *w,
 	    const struct meta_timeline_row *r, int sign, char **cause);
 
-/* store_timeline over the embedded metadata (see store.h). */
+/* store_timeline over the embedded metadata (see storage/store.h). */
 int	meta_timeline_query(struct meta_pool *readers,
 	    const struct store_query *q, struct store_timeline *tl,
 	    char **cause);

@@ -14,8 +14,8 @@
 
 #include "common/utf8.h"
 #include "common/xmalloc.h"
-#include "storage/blobmeta.h"
-#include "storage/blobs.h"
+#include "storage/embedded/blobmeta.h"
+#include "storage/embedded/blobs.h"
 #include "storage/store_meta.h"
 
 enum blobmeta_tag {

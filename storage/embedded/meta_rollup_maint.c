@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "storage/meta_rollup.h"
-#include "storage/meta_sqlite_int.h"
+#include "storage/embedded/meta_rollup.h"
+#include "storage/embedded/meta_sqlite_int.h"
 #include "storage/store_bucket.h"
 #include "storage/store_free.h"
 

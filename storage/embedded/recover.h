@@ -4,8 +4,8 @@
 #ifndef PROFD_RECOVER_H
 #define PROFD_RECOVER_H
 
-#include "storage/blobs.h"
-#include "storage/meta_sqlite.h"
+#include "storage/embedded/blobs.h"
+#include "storage/embedded/meta_sqlite.h"
 #include "storage/store.h"
 
 /*

@@ -20,9 +20,9 @@
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "storage/meta_rollup.h"
+#include "storage/embedded/meta_rollup.h"
+#include "storage/embedded/meta_sqlite_int.h"
 #include "storage/rollup_build.h"
-#include "storage/meta_sqlite_int.h"
 #include "storage/store_bucket.h"
 
 #define META_COMPACT_NS		INT64_C(1000000000)
