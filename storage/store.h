@@ -79,7 +79,7 @@ struct store;
 /*
  * How to open a store. location is a data directory (the embedded
  * backend) or a libpq URI, postgresql://... or postgres://... (the
- * postgresql backend, storage/postgres.c).
+ * postgresql backend, storage/postgres/postgres.c).
  */
 struct store_options {
 	const char	*location;

@@ -65,7 +65,7 @@ struct store_ops {
 
 /* The embedded backend: storage/embedded/embedded.c. */
 extern const struct store_ops embedded_store_ops;
-/* The postgresql backend: storage/postgres.c. */
+/* The postgresql backend: storage/postgres/postgres.c. */
 extern const struct store_ops postgres_store_ops;
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "storage/pg_int.h"
+#include "storage/postgres/pg_int.h"
 
 /* Rows per INSERT (two parameters each). */
 #define PG_BLOB_ROWS	256

@@ -1,8 +1,8 @@
 /*
  * Time-window merges on the postgresql backend (store_plan): the query's
- * labels resolved, then rollup_plan.c decides which rollups answer which
- * buckets, reading the done marks, rows and profiles here, all in one
- * snapshot (a repeatable-read, read-only transaction). A query without a
+ * labels resolved, then storage/rollup_plan.c decides which rollups
+ * answer which buckets, reading the done marks, rows and profiles here,
+ * all in one snapshot (a repeatable-read, read-only transaction). A query without a
  * type has no rollups to use: every profile of its window is a piece.
  */
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "storage/pg_int.h"
+#include "storage/postgres/pg_int.h"
 #include "storage/rollup_plan.h"
 
 /* What the plan's reads need: the connection, the query, its labels. */

@@ -1,8 +1,8 @@
 /*
  * The postgresql backend's shared state and the functions its files give
- * each other (storage/postgres.c dispatches; pg_schema.c, pg_write.c,
- * pg_read.c and pg_blob.c do the work over pg_conn.c's pool). Not for use
- * outside storage/.
+ * each other (postgres.c dispatches; pg_schema.c, pg_write.c, pg_read.c
+ * and pg_blob.c do the work over pg_conn.c's pool). Not for use outside
+ * storage/postgres/.
  */
 #ifndef PROFD_PG_INT_H
 #define PROFD_PG_INT_H
@@ -10,9 +10,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "storage/pg_args.h"
-#include "storage/pg_conn.h"
-#include "storage/pg_pool.h"
+#include "storage/postgres/pg_args.h"
+#include "storage/postgres/pg_conn.h"
+#include "storage/postgres/pg_pool.h"
 #include "storage/store.h"
 
 /* Advisory lock keys (one space for profd: "prfd" and a number). */

@@ -1,7 +1,7 @@
 /*
  * The postgresql backend's pool of connections (pg_pool.c): up to
  * --store-pool libpq connections, each used by one thread at a time,
- * (re)connected on demand. Not for use outside storage/.
+ * (re)connected on demand. Not for use outside storage/postgres/.
  */
 #ifndef PROFD_PG_POOL_H
 #define PROFD_PG_POOL_H

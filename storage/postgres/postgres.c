@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "common/xmalloc.h"
-#include "storage/pg_int.h"
+#include "storage/postgres/pg_int.h"
 #include "storage/store_ops.h"
 
 #define POSTGRES_POOL_DEFAULT	8

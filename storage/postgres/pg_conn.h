@@ -3,7 +3,7 @@
  * Errors are classed: a server that cannot be reached, is restarting or
  * refuses connections is STORE_UNAVAILABLE (the caller answers 503 and
  * tries again later), a deadlock or serialization failure is PG_RETRY,
- * anything else -1. Not for use outside storage/.
+ * anything else -1. Not for use outside storage/postgres/.
  */
 #ifndef PROFD_PG_CONN_H
 #define PROFD_PG_CONN_H

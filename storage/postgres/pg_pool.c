@@ -15,8 +15,8 @@
 
 #include "common/log.h"
 #include "common/xmalloc.h"
-#include "storage/pg_conn.h"
-#include "storage/pg_pool.h"
+#include "storage/postgres/pg_conn.h"
+#include "storage/postgres/pg_pool.h"
 #include "storage/store.h"
 
 /* Seconds a connection attempt may take, unless the URI says. */

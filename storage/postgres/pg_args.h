@@ -1,6 +1,6 @@
 /*
  * Statement arguments for the postgresql backend (pg_args.c): parameter
- * lists and array literals. Not for use outside storage/.
+ * lists and array literals. Not for use outside storage/postgres/.
  */
 #ifndef PROFD_PG_ARGS_H
 #define PROFD_PG_ARGS_H
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "storage/pg_conn.h"
+#include "storage/postgres/pg_conn.h"
 
 /*
  * A growing list of parameters (and the text of its integers), for

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "storage/pg_int.h"
+#include "storage/postgres/pg_int.h"
 #include "storage/store_bucket.h"
 #include "storage/store_meta.h"
 

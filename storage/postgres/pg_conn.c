@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "storage/pg_conn.h"
+#include "storage/postgres/pg_conn.h"
 #include "storage/store.h"
 
 /* The class of a failed result: STORE_UNAVAILABLE, PG_RETRY or -1. */

@@ -12,7 +12,7 @@
 
 #include "common/clock.h"
 #include "common/xmalloc.h"
-#include "storage/pg_int.h"
+#include "storage/postgres/pg_int.h"
 #include "storage/rollup_ids.h"
 #include "storage/store_bucket.h"
 

@@ -21,7 +21,7 @@
 
 #include "common/log.h"
 #include "common/xmalloc.h"
-#include "storage/pg_int.h"
+#include "storage/postgres/pg_int.h"
 
 #define PG_WRITE_BATCH_ROWS	512
 /* libpq copies a statement's parameters into its buffer: a batch's

@@ -1,8 +1,8 @@
 /*
  * Compaction on the postgresql backend: the same rollups as the embedded
- * store's (docs/DESIGN.md, "Rollups"; rollup_build.c decides what each
- * merges), their rows in rollups and rollup_buckets, their bytes in
- * blobs under their names, all written in one transaction.
+ * store's (docs/DESIGN.md, "Rollups"; storage/rollup_build.c decides
+ * what each merges), their rows in rollups and rollup_buckets, their
+ * bytes in blobs under their names, all written in one transaction.
  *
  * Of several collectors on one database, one compacts: the one whose
  * session (a connection of its own, outside the pool) holds the advisory
@@ -18,7 +18,7 @@
 
 #include "common/log.h"
 #include "common/xmalloc.h"
-#include "storage/pg_int.h"
+#include "storage/postgres/pg_int.h"
 #include "storage/rollup_build.h"
 #include "storage/rollup_ids.h"
 #include "storage/store_bucket.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "storage/pg_args.h"
+#include "storage/postgres/pg_args.h"
 
 /* Makes room for one more parameter. */
 static void

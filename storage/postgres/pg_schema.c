@@ -15,7 +15,7 @@
 #include <stdlib.h>
 
 #include "common/xmalloc.h"
-#include "storage/pg_int.h"
+#include "storage/postgres/pg_int.h"
 
 #define PG_SCHEMA_VERSION	2
 
