@@ -170,7 +170,9 @@ for lib in sorted(set(libs)):
         (objs if o and os.path.exists(os.path.join(bld, o)) else
             missing).append(o or lo)
     if missing:
-        print('ERROR %s: objects not built: %s' % (lib, ' '.join(missing)))
+        print('ERROR %s: %d of its objects not built (%s%s)' % (lib,
+            len(missing), ' '.join(missing[:3]),
+            ' ...' if len(missing) > 3 else ''))
         continue
     defs, undefs, definer = {}, {}, {}
     for o in objs:
