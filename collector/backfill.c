@@ -1,6 +1,6 @@
 /*
- * The totals backfill. The timeline (storage/meta_timeline.c) sums each
- * profile's totals, which profd computes at ingest; rows stored by an
+ * The totals backfill. The timeline (storage/embedded/meta_timeline.c) sums
+ * each profile's totals, which profd computes at ingest; rows stored by an
  * older profd, or rebuilt from blobs, have none. Shortly after start a
  * one-shot loop timer queues one batch job on the worker pool: it takes
  * up to BACKFILL_BATCH ids of such rows (in id order, after the last
@@ -26,6 +26,7 @@
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
 #include "storage/store.h"
+#include "storage/store_free.h"
 
 #define BACKFILL_FIRST_MS	500	/* first batch this soon after start */
 
@@ -111,8 +112,8 @@ backfill_work(struct pool_job *pj)
 		b->batch_n = n;
 		snprintf(b->after, sizeof b->after, "%s", ids[n - 1]);
 	}
-	store_strings_free(ids, n);
-	store_strings_free(totals, n);
+	store_free_strings(ids, n);
+	store_free_strings(totals, n);
 }
 
 /* Loop: a batch finished; queue the next or end. */

@@ -27,6 +27,8 @@
 #include "common/xmalloc.h"
 #include "merge/merge_run.h"
 #include "storage/store.h"
+#include "storage/store_bucket.h"
+#include "storage/store_free.h"
 
 struct compact {
 	struct pool_job	 pj;		/* the job; first member */
@@ -160,12 +162,12 @@ compact_work(struct pool_job *pj)
 		}
 		if (sc == NULL)
 			break;
-		after = (sc->bucket + store_rollup_step[0]) *
+		after = (sc->bucket + store_bucket_step[0]) *
 		    INT64_C(1000000000);
 		if ((rc = compact_prepare(c, sc)) == 0)
 			batch[n++] = sc;
 		else {
-			store_compaction_free(sc);
+			store_free_compaction(sc);
 			c->did = 1;
 			if (rc == 1) {
 				c->failed = 1;
@@ -198,7 +200,7 @@ compact_work(struct pool_job *pj)
 			c->rollups += batch[i]->n;
 	}
 	for (i = 0; i < n; i++)
-		store_compaction_free(batch[i]);
+		store_free_compaction(batch[i]);
 	c->took_ns = clock_mono_ns() - start;
 }
 

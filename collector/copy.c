@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "storage/store.h"
+#include "storage/store_meta.h"
 
 #define COPY_PAGE	512
 #define COPY_THREADS	8

@@ -1,5 +1,5 @@
 /*
- * The --rebuild-meta mode. storage/meta_rebuild.c does the work; this
+ * The --rebuild-meta mode. storage/embedded/meta_rebuild.c does the work; this
  * file adds what storage cannot know: how to make a row for a blob that
  * an older profd wrote without metadata. Such a blob is read as a pprof
  * (the upload check, bounded by --max-inflated): its own time_nanos (else

@@ -240,7 +240,7 @@ server_open_store(struct server *srv, char **cause)
 	/* The most blobs with no row a crash can leave: one per io thread
 	 * waiting for its group commit, a whole retention batch whose rows
 	 * were committed before its unlinks, and 64 to spare. More are moved
-	 * aside, not removed (storage/recover.c). */
+	 * aside, not removed (storage/embedded/recover.c). */
 	size_t limit = 64 + (size_t)srv->cfg->io_threads + RETENTION_BATCH;
 
 	struct store_options o = { srv->cfg->data_dir, limit,

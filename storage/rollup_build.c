@@ -11,6 +11,7 @@
 #include "common/xmalloc.h"
 #include "storage/rollup_build.h"
 #include "storage/rollup_ids.h"
+#include "storage/store_bucket.h"
 
 /* A group being built: its pieces and what they share. */
 struct rollup_build_group {
@@ -326,7 +327,7 @@ rollup_build_collect(struct rollup_build *b, const struct rollup_build_src *src,
 
 	if (level == 0)
 		return src->raw(src->arg, b, b0, b1, cause);
-	step = store_rollup_step[level - 1];
+	step = store_bucket_step[level - 1];
 	if (src->done(src->arg, level - 1, b0, b1, &done, &ndone, cause) == -1)
 		return -1;
 	if (ndone > 0) {

@@ -24,6 +24,8 @@
 #include "common/xmalloc.h"
 #include "storage/rollup_ids.h"
 #include "storage/rollup_plan.h"
+#include "storage/store_bucket.h"
+#include "storage/store_free.h"
 
 #define ROLLUP_PLAN_NS	INT64_C(1000000000)
 
@@ -281,7 +283,7 @@ rollup_plan_level(struct rollup_plan *ps, int level, int64_t a, int64_t z)
 		if (a >= z)
 			return 0;
 	}
-	step = store_rollup_step[level];
+	step = store_bucket_step[level];
 	if (a > INT64_MAX - step * ROLLUP_PLAN_NS)
 		return rollup_plan_level(ps, level - 1, a, z);
 	first = (a + step * ROLLUP_PLAN_NS - 1) / (step * ROLLUP_PLAN_NS);
@@ -355,7 +357,7 @@ rollup_plan_run(const struct rollup_plan_src *src, const int64_t *labels,
 		*cause = ps.cause != NULL ? ps.cause :
 		    xstrdup("plan: read failed");
 		ps.cause = NULL;
-		store_plan_clear(out);
+		store_free_plan(out);
 	}
 	free(ps.covered);
 	free(ps.cause);

@@ -1,6 +1,8 @@
 /*
- * The store interface (store.h) dispatching to a backend (store_ops.h).
- * Also the helpers that free what the store hands out.
+ * The store interface (store.h): picks a backend by the store's location
+ * and dispatches each call to it (store_ops.h). The top of storage/:
+ * nothing below calls back into this file; what the backends share
+ * lives under it (store_meta.c, store_free.c, store_bucket.c, rollup_*.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -97,10 +99,6 @@ store_put(struct store *st, const struct profile_meta *m, const void *blob,
 	return store_rc(st->ops->put(st->be, m, blob, len, cause));
 }
 
-/* The rollup levels' bucket sizes, seconds: a minute, ten, an hour, a day. */
-const int64_t store_rollup_step[STORE_ROLLUP_LEVELS] = { 60, 600, 3600,
-    86400 };
-
 /* The pieces of a time-window merge. */
 int
 store_plan(struct store *st, const struct store_query *q,
@@ -134,41 +132,6 @@ store_compact_abandon(struct store *st, struct store_compaction *c,
 	return store_rc(st->ops->compact_abandon(st->be, c, cause));
 }
 
-/* Frees a plan's pieces. */
-void
-store_plan_clear(struct store_plan *p)
-{
-	size_t	i;
-
-	for (i = 0; i < p->n; i++)
-		free(p->p[i].sample_types);
-	free(p->p);
-	memset(p, 0, sizeof *p);
-}
-
-/* Frees a compaction. */
-void
-store_compaction_free(struct store_compaction *c)
-{
-	size_t	i, j;
-
-	if (c == NULL)
-		return;
-	for (i = 0; i < c->n; i++) {
-		for (j = 0; j < c->r[i].npieces; j++)
-			free(c->r[i].pieces[j]);
-		free(c->r[i].pieces);
-		free(c->r[i].sample_types);
-		free(c->r[i].common);
-		free(c->r[i].bytes);
-	}
-	free(c->r);
-	free(c->mark);
-	free(c->service);
-	free(c->type);
-	free(c);
-}
-
 /* Heals late profiles into rollups. */
 int
 store_compact_heal(struct store *st, int64_t quiet_ns, size_t *minutes,
@@ -200,16 +163,6 @@ store_scan(struct store *st, const char *after, size_t limit,
     struct profile_meta **out, size_t *n, char **cause)
 {
 	return store_rc(st->ops->scan(st->be, after, limit, out, n, cause));
-}
-
-/* The timeline bucket of time ns: its whole seconds over step, rounded
- * down (also below the epoch). */
-int64_t
-store_timeline_bucket(int64_t ns, int64_t step)
-{
-	int64_t	sec = ns / 1000000000 - (ns % 1000000000 < 0);
-
-	return sec / step - (sec % step < 0);
 }
 
 /* Sums a sample type per time bucket from metadata alone. */
@@ -295,77 +248,4 @@ store_rebuild(const char *data_dir, store_legacy_cb legacy, void *arg,
 	if (data_dir == NULL || *data_dir == '\0')
 		return xcause(cause, "rebuild: no data directory");
 	return ops->rebuild(data_dir, legacy, arg, rep, cause);
-}
-
-/* The value of sample type st in a row's totals: 1 found, 0 not. */
-int
-store_totals_value(const char *sample_types, const char *totals,
-    const char *st, int64_t *v)
-{
-	const char	*t = sample_types, *tv = totals;
-	size_t		 len = strlen(st), tl;
-
-	if (t == NULL || tv == NULL || *tv == '\0' || *tv == ';')
-		return 0;
-	for (;;) {
-		tl = strcspn(t, ",");
-		if (tl == len && memcmp(t, st, len) == 0) {
-			*v = strtoll(tv, NULL, 10);
-			return 1;
-		}
-		t += tl;
-		tv += strcspn(tv, ",;");
-		if (*t != ',' || *tv != ',')
-			return 0;
-		t++;
-		tv++;
-	}
-}
-
-/* Frees the members of *m. */
-void
-store_meta_clear(struct profile_meta *m)
-{
-	size_t	i;
-
-	if (m == NULL)
-		return;
-	free(m->service);
-	free(m->type);
-	free(m->sample_types);
-	free(m->totals);
-	for (i = 0; i < m->nlabels; i++) {
-		free(m->labels[i].key);
-		free(m->labels[i].value);
-	}
-	free(m->labels);
-	m->service = m->type = m->sample_types = m->totals = NULL;
-	m->labels = NULL;
-	m->nlabels = 0;
-}
-
-/* Frees n metas and the array. */
-void
-store_meta_free_array(struct profile_meta *m, size_t n)
-{
-	size_t	i;
-
-	if (m == NULL)
-		return;
-	for (i = 0; i < n; i++)
-		store_meta_clear(&m[i]);
-	free(m);
-}
-
-/* Frees n strings and the array. */
-void
-store_strings_free(char **v, size_t n)
-{
-	size_t	i;
-
-	if (v == NULL)
-		return;
-	for (i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
 }

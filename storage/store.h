@@ -5,7 +5,8 @@
  * as files under DATA_DIR/blobs/xx/ID.
  *
  * Every function may be called from any worker thread at the same time; none
- * may be called from the event loop thread (they touch disk).
+ * may be called from the event loop thread (they touch disk). What the
+ * calls hand out is freed with store_meta.h's and store_free.h's helpers.
  */
 #ifndef PROFD_STORE_H
 #define PROFD_STORE_H
@@ -34,18 +35,6 @@ struct profile_meta {
 	struct label	*labels;	/* sorted by key, then value */
 	size_t		 nlabels;
 };
-
-/*
- * The value of sample type st ("name/unit") in a row's totals (see
- * profile_meta): 1 found (*v set), 0 not there or totals unknown.
- */
-int	store_totals_value(const char *sample_types, const char *totals,
-	    const char *st, int64_t *v);
-
-/* Frees the members of *m (not m itself). */
-void	store_meta_clear(struct profile_meta *m);
-/* Frees an array of n metas and the array. */
-void	store_meta_free_array(struct profile_meta *m, size_t n);
 
 struct store_query {
 	const char		*service;	/* required */
@@ -90,7 +79,7 @@ struct store;
 /*
  * How to open a store. location is a data directory (the embedded
  * backend) or a libpq URI, postgresql://... or postgres://... (the
- * postgresql backend, storage/postgres.c).
+ * postgresql backend, storage/postgres/postgres.c).
  */
 struct store_options {
 	const char	*location;
@@ -114,10 +103,11 @@ int	store_unavailable(void);
  * Opens (creating if needed) the store in data_dir, removes temp files and
  * reports rows with no blob. Blobs with no row are removed when there are
  * at most orphan_limit of them (the most a crash can leave, see
- * recover.c), and moved aside into DATA_DIR/orphans/xx/ID when there are
- * more, never removed. Refuses to open (NULL, *cause says why and what to
- * do) when blob files exist but meta.db does not, or when meta.db has no
- * rows and more than orphan_limit blobs exist. *rec may be NULL.
+ * storage/embedded/recover.c), and moved aside into DATA_DIR/orphans/xx/ID
+ * when there are more, never removed. Refuses to open (NULL, *cause says
+ * why and what to do) when blob files exist but meta.db does not, or when
+ * meta.db has no rows and more than orphan_limit blobs exist. *rec may be
+ * NULL.
  */
 struct store	*store_open(const char *data_dir, size_t orphan_limit,
 		    struct store_recovery *rec, char **cause);
@@ -153,9 +143,6 @@ int	store_list(struct store *, const struct store_query *q,
 int	store_scan(struct store *, const char *after, size_t limit,
 	    struct profile_meta **out, size_t *n, char **cause);
 
-/* The timeline bucket of time ns (ns since the epoch) for step seconds. */
-int64_t	store_timeline_bucket(int64_t ns, int64_t step);
-
 /* Fills tl (see struct store_timeline) for the profiles matching q. */
 int	store_timeline(struct store *, const struct store_query *q,
 	    struct store_timeline *tl, char **cause);
@@ -163,7 +150,7 @@ int	store_timeline(struct store *, const struct store_query *q,
 /*
  * Rows whose totals are not known (stored before totals existed, or
  * rebuilt from blobs): up to limit ids greater than after ("" first),
- * sorted. *out: OUT (free with store_strings_free).
+ * sorted. *out: OUT (free with store_free_strings).
  */
 int	store_missing_totals(struct store *, const char *after, size_t limit,
 	    char ***out, size_t *n, char **cause);
@@ -184,12 +171,13 @@ int	store_get(struct store *, const char *id, struct profile_meta *out,
 int	store_read_blob(struct store *, const char *id, uint8_t **buf,
 	    size_t *len, char **cause);
 
-/* Service names, sorted. *out: OUT array of new strings. */
+/* Service names, sorted. *out: OUT (free with store_free_strings). */
 int	store_services(struct store *, char ***out, size_t *n, char **cause);
 
 /*
  * Label keys (key == NULL) or the values of one key, sorted, optionally
- * limited to one service (service may be NULL).
+ * limited to one service (service may be NULL). *out: OUT (free with
+ * store_free_strings).
  */
 int	store_labels(struct store *, const char *service, const char *key,
 	    char ***out, size_t *n, char **cause);
@@ -237,21 +225,21 @@ struct store_rebuild {
  * meta.db holding rows is refused, never replaced; a new one is built
  * beside it and renamed into place only when complete. Blobs left out
  * are moved to orphans/, never deleted. Blobs without metadata go to
- * legacy (NULL: left out). *rep says what was done; see meta_rebuild.c.
+ * legacy (NULL: left out). *rep says what was done; see
+ * storage/embedded/meta_rebuild.c.
  */
 int	store_rebuild(const char *data_dir, store_legacy_cb legacy, void *arg,
 	    struct store_rebuild *rep, char **cause);
 
 /*
  * Rollups (docs/DESIGN.md, "Rollups"): merged profiles per bucket of
- * store_rollup_step[level] seconds (a minute, ten, an hour, a day), one per
+ * store_bucket_step[level] seconds (a minute, ten, an hour, a day), one per
  * group (every profile of a service and type, or those carrying one
  * label pair) and set of sample types, built in the background by
  * compaction and used by time-window merges in place of the profiles
  * they hold.
  */
 #define STORE_ROLLUP_LEVELS	4
-extern const int64_t store_rollup_step[STORE_ROLLUP_LEVELS];
 
 /*
  * One input of a time-window merge: a stored profile, or a rollup (an id
@@ -275,11 +263,11 @@ struct store_plan {
  * The pieces whose merge equals the merge of every profile q selects
  * (q->limit is ignored): the coarsest rollups that fit inside the window,
  * the profiles no rollup holds, and each profile exactly once. Without a
- * type, only profiles. Read in one snapshot of the metadata.
+ * type, only profiles. Read in one snapshot of the metadata. *out: OUT
+ * (free with store_free_plan).
  */
 int	store_plan(struct store *, const struct store_query *q,
 	    struct store_plan *out, char **cause);
-void	store_plan_clear(struct store_plan *);
 
 /*
  * One rollup a compaction builds: the merge of pieces (profiles or
@@ -322,7 +310,8 @@ struct store_compaction {
  * With after_ns > 0, only a minute starting at or after it (for batching
  * minutes not committed yet). Profiles that arrived after their bucket
  * was compacted ("late") are flagged to stay out of rollups: merges
- * always read them as they are. 0 with *out NULL: nothing to do.
+ * always read them as they are. 0 with *out NULL: nothing to do. *out:
+ * OUT (free with store_free_compaction).
  */
 int	store_compact_next(struct store *, int64_t now_ns, int64_t delay_ns,
 	    int64_t after_ns, struct store_compaction **out, char **cause);
@@ -350,7 +339,6 @@ int	store_compact_abandon(struct store *, struct store_compaction *,
  */
 int	store_compact_heal(struct store *, int64_t quiet_ns, size_t *minutes,
 	    char **cause);
-void	store_compaction_free(struct store_compaction *);
 
 /* Rollup figures for /metrics. */
 struct store_rollup_stats {
@@ -362,8 +350,5 @@ struct store_rollup_stats {
 };
 int	store_rollup_stats(struct store *, struct store_rollup_stats *,
 	    char **cause);
-
-/* Frees an array of strings returned by store_services/store_labels. */
-void	store_strings_free(char **, size_t);
 
 #endif

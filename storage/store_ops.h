@@ -63,9 +63,9 @@ struct store_ops {
 			    char **cause);
 };
 
-/* The embedded backend: storage/embedded.c. */
+/* The embedded backend: storage/embedded/embedded.c. */
 extern const struct store_ops embedded_store_ops;
-/* The postgresql backend: storage/postgres.c. */
+/* The postgresql backend: storage/postgres/postgres.c. */
 extern const struct store_ops postgres_store_ops;
 
 #endif

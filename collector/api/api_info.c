@@ -19,6 +19,7 @@
 #include "collector/http/httpjob.h"
 #include "collector/http/reply.h"
 #include "common/xmalloc.h"
+#include "storage/store_free.h"
 
 /* A JSON array of strings; frees them. */
 static json_t *
@@ -29,7 +30,7 @@ api_info_strings(char **s, size_t n)
 
 	for (i = 0; i < n; i++)
 		json_array_append_new(arr, json_string(s[i]));
-	store_strings_free(s, n);
+	store_free_strings(s, n);
 	return arr;
 }
 

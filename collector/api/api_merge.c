@@ -24,6 +24,8 @@
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "merge/merge_run.h"
+#include "storage/store_free.h"
+#include "storage/store_meta.h"
 
 /* A window may hold this many times --max-merge-profiles inputs. */
 #define API_MERGE_WINDOW_PIECES	100
@@ -356,7 +358,7 @@ api_merge_select_window(struct httpjob *job, const struct params_query *qa,
 		return -1;
 	}
 	if (plan.n == 0) {
-		store_plan_clear(&plan);
+		store_free_plan(&plan);
 		if (empty_ok)
 			return 0;
 		httpjob_error(job, 404, "no %s profiles of service %s matched",
@@ -370,7 +372,7 @@ api_merge_select_window(struct httpjob *job, const struct params_query *qa,
 		    "rolled up (more than %zu times --max-merge-profiles); "
 		    "narrow it, or wait for compaction", plan.n,
 		    (size_t)API_MERGE_WINDOW_PIECES);
-		store_plan_clear(&plan);
+		store_free_plan(&plan);
 		return -1;
 	}
 	types = xcalloc(plan.n, sizeof *types);
@@ -395,7 +397,7 @@ api_merge_select_window(struct httpjob *job, const struct params_query *qa,
 	free(types);
 	free(weight);
 	free(keep);
-	store_plan_clear(&plan);
+	store_free_plan(&plan);
 	return 0;
 }
 

@@ -37,6 +37,7 @@
 #include "common/pool.h"
 #include "common/xmalloc.h"
 #include "storage/store.h"
+#include "storage/store_meta.h"
 
 #define API_OPS_METRICS_TYPE	"text/plain; version=0.0.4; charset=utf-8"
 #define API_OPS_NO_SUCH_ID		"00000000000000000000"

@@ -25,6 +25,7 @@
 #include "common/xmalloc.h"
 #include "proto/folded.h"
 #include "proto/pprof.h"
+#include "storage/store_meta.h"
 
 /* META as JSON: profefe's fields plus size, samples, types, duration. */
 static json_t *

@@ -7,9 +7,9 @@
  * about 200 buckets, rounded up to a round step). Bucket i starts at
  * (b0 + i) * step Unix seconds; every bucket of the window is answered,
  * empty ones with 0. The numbers come from each profile's totals kept in
- * the metadata at ingest (storage/meta_timeline.c), never from blobs, so
- * a week of a large fleet answers in milliseconds; their sum over the
- * window is the total of the merge of the same selection. Profiles
+ * the metadata at ingest (storage/embedded/meta_timeline.c), never from
+ * blobs, so a week of a large fleet answers in milliseconds; their sum over
+ * the window is the total of the merge of the same selection. Profiles
  * stored before totals existed count once the background backfill
  * (collector/backfill.c) has read them; "pending" says how many are left.
  */
@@ -28,6 +28,9 @@
 #include "common/clock.h"
 #include "common/xmalloc.h"
 #include "storage/store.h"
+#include "storage/store_bucket.h"
+#include "storage/store_free.h"
+#include "storage/store_meta.h"
 
 #define API_TIMELINE_BUCKETS	200	/* about this many by default */
 #define API_TIMELINE_MAX_POINTS	10000
@@ -51,7 +54,7 @@ api_timeline_args_free(void *arg)
 
 	if (ta->by_query)
 		params_query_clear(&ta->qa);
-	store_strings_free(ta->ids, ta->nids);
+	store_free_strings(ta->ids, ta->nids);
 	free(ta->sample_type);
 	free(ta);
 }
@@ -79,8 +82,8 @@ api_timeline_grid(int64_t from, int64_t to, int64_t step, int64_t *b0,
 {
 	int64_t b1;
 
-	*b0 = store_timeline_bucket(from, step);
-	b1 = store_timeline_bucket(to, step);
+	*b0 = store_bucket_of(from, step);
+	b1 = store_bucket_of(to, step);
 	if (b1 < *b0)
 		b1 = *b0;
 	if (b1 - *b0 >= API_TIMELINE_MAX_POINTS)
@@ -178,10 +181,10 @@ api_timeline_by_ids(struct httpjob *job, struct api_timeline_args *ta,
 	for (i = 0; i < ta->nids; i++) {
 		int64_t idx;
 
-		if (!store_totals_value(metas[i].sample_types,
+		if (!store_meta_totals_value(metas[i].sample_types,
 		    metas[i].totals, tl->sample_type, &v))
 			continue;
-		idx = store_timeline_bucket(metas[i].created_at, tl->step) -
+		idx = store_bucket_of(metas[i].created_at, tl->step) -
 		    tl->b0;
 		tl->value[idx] = (int64_t)((uint64_t)tl->value[idx] +
 		    (uint64_t)v);

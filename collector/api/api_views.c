@@ -36,6 +36,8 @@
 #include "common/clock.h"
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
+#include "storage/store_free.h"
+#include "storage/store_meta.h"
 #include "view/view_flame.h"
 #include "view/view_top.h"
 #include "view/view_tree.h"
@@ -565,7 +567,7 @@ api_views_types_work(struct httpjob *job)
 	    last, "profiles", (json_int_t)profiles);
 	json_decref(seen);
 	store_meta_free_array(metas, n);
-	store_plan_clear(&plan);
+	store_free_plan(&plan);
 	httpjob_json(job, body);
 }
 

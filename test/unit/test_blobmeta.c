@@ -1,7 +1,7 @@
 /*
- * Unit tests for the metadata a blob carries (storage/blobmeta.c): round
- * trips (UTF-8, no labels, 1024 labels), and hostile encodings, which a
- * rebuild reads from whatever is on disk: every cut-short prefix, every
+ * Unit tests for the metadata a blob carries (storage/embedded/blobmeta.c):
+ * round trips (UTF-8, no labels, 1024 labels), and hostile encodings, which
+ * a rebuild reads from whatever is on disk: every cut-short prefix, every
  * single-byte change, random garbage, huge lengths and counts, repeated,
  * missing and unknown fields. Decoding must refuse with a reason or
  * succeed with checked fields, never crash or read out of bounds (run it
@@ -14,7 +14,8 @@
 
 #include "common/utf8.h"
 #include "common/xmalloc.h"
-#include "storage/blobmeta.h"
+#include "storage/embedded/blobmeta.h"
+#include "storage/store_meta.h"
 #include "test/lib/tap.h"
 
 /* A row with labels like an upload's. */

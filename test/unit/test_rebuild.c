@@ -1,13 +1,13 @@
 /*
  * Unit tests for rebuilding meta.db from the blobs (store_rebuild,
- * storage/meta_rebuild.c) on throw-away data directories: a store's rows
- * come back exactly (labels, UTF-8, order); a meta.db with rows is never
- * replaced; hostile blobs (cut short, wrong checksum, a header claiming
- * 4 GiB, garbage after the magic, another id's header, metadata that does
- * not decode or disagrees with the size, no header at all) are skipped
- * with their reason and moved to orphans/, never deleted; orphans come
- * back; duplicates, leftovers of an interrupted rebuild, stale WAL files
- * and a locked directory are handled.
+ * storage/embedded/meta_rebuild.c) on throw-away data directories: a
+ * store's rows come back exactly (labels, UTF-8, order); a meta.db with
+ * rows is never replaced; hostile blobs (cut short, wrong checksum, a
+ * header claiming 4 GiB, garbage after the magic, another id's header,
+ * metadata that does not decode or disagrees with the size, no header at
+ * all) are skipped with their reason and moved to orphans/, never deleted;
+ * orphans come back; duplicates, leftovers of an interrupted rebuild,
+ * stale WAL files and a locked directory are handled.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -25,9 +25,10 @@
 
 #include "common/log.h"
 #include "common/xmalloc.h"
-#include "storage/blobmeta.h"
-#include "storage/blobs.h"
+#include "storage/embedded/blobmeta.h"
+#include "storage/embedded/blobs.h"
 #include "storage/store.h"
+#include "storage/store_meta.h"
 #include "test/lib/tap.h"
 
 #define NPUT	12

@@ -20,8 +20,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "storage/meta_sqlite.h"
+#include "storage/embedded/meta_sqlite.h"
 #include "storage/store.h"
+#include "storage/store_free.h"
+#include "storage/store_meta.h"
 #include "test/lib/tap.h"
 
 static char	 dir[] = "/tmp/test_storage.XXXXXX";
@@ -439,28 +441,28 @@ test_services_labels(struct store *st)
 	join(v, n, buf, sizeof buf);
 	ok(rc == 0 && strcmp(buf, "api,ooo,plan,web,web2") == 0,
 	    "services sorted (%s)", buf);
-	store_strings_free(v, n);
+	store_free_strings(v, n);
 	rc = store_labels(st, NULL, NULL, &v, &n, &cause);
 	join(v, n, buf, sizeof buf);
 	ok(rc == 0 && strcmp(buf, "az,canary,env,host,zone") == 0,
 	    "label keys (%s)", buf);
-	store_strings_free(v, n);
+	store_free_strings(v, n);
 	rc = store_labels(st, "web", NULL, &v, &n, &cause);
 	join(v, n, buf, sizeof buf);
 	ok(rc == 0 && strcmp(buf, "env,host") == 0, "keys of web (%s)", buf);
-	store_strings_free(v, n);
+	store_free_strings(v, n);
 	rc = store_labels(st, NULL, "host", &v, &n, &cause);
 	join(v, n, buf, sizeof buf);
 	ok(rc == 0 && strcmp(buf, "a,b,h1") == 0, "values of host (%s)", buf);
-	store_strings_free(v, n);
+	store_free_strings(v, n);
 	rc = store_labels(st, "ooo", "host", &v, &n, &cause);
 	join(v, n, buf, sizeof buf);
 	ok(rc == 0 && strcmp(buf, "a,b") == 0, "values of host in ooo (%s)",
 	    buf);
-	store_strings_free(v, n);
+	store_free_strings(v, n);
 	rc = store_labels(st, "nosuch", NULL, &v, &n, &cause);
 	ok(rc == 0 && n == 0, "keys of an unknown service: none");
-	store_strings_free(v, n);
+	store_free_strings(v, n);
 	rc = store_totals(st, &profiles, &bytes, &cause);
 	ok(rc == 0 && profiles == 68 && bytes == (int64_t)blen + 67,
 	    "totals: %lld profiles, %lld bytes", (long long)profiles,
@@ -632,12 +634,12 @@ test_retention(struct store *st)
 	join(v, n, buf, sizeof buf);
 	ok(rc == 0 && strcmp(buf, "plan") == 0, "services after retention "
 	    "(%s)", buf);
-	store_strings_free(v, n);
+	store_free_strings(v, n);
 	rc = store_labels(st, NULL, NULL, &v, &n, &cause);
 	join(v, n, buf, sizeof buf);
 	ok(rc == 0 && strcmp(buf, "canary,zone") == 0,
 	    "label keys after retention (%s)", buf);
-	store_strings_free(v, n);
+	store_free_strings(v, n);
 	rc = store_totals(st, &profiles, &bytes, &cause);
 	ok(rc == 0 && profiles == 30 && bytes == 30, "totals after retention");
 }
@@ -752,7 +754,7 @@ test_bulk(void)
 	join(v, n, buf, sizeof buf);
 	ok(rc == 0 && strcmp(buf, "env,host") == 0,
 	    "keys of bulk (%s)", buf);
-	store_strings_free(v, n);
+	store_free_strings(v, n);
 	store_close(st);
 }
 

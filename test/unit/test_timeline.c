@@ -1,13 +1,14 @@
 /*
- * Unit tests for timelines (store_timeline, storage/meta_timeline.c) on a
- * throw-away store, against a brute-force sum over the same rows kept in
- * the test: random rows over three hours (two types, sample types in
- * either order, labels from small sets, some pairs given twice, rows
- * without totals), random windows to the nanosecond, steps that take
- * the minute rows and steps that do not, no label, one and two label
- * pairs. Then the backfill (rows without totals are pending, then set
- * once), retention (deleting rows takes their sums out; deleting all
- * leaves the timeline table empty) and migrating a schema 1 database.
+ * Unit tests for timelines (store_timeline,
+ * storage/embedded/meta_timeline.c) on a throw-away store, against a
+ * brute-force sum over the same rows kept in the test: random rows over
+ * three hours (two types, sample types in either order, labels from small
+ * sets, some pairs given twice, rows without totals), random windows to
+ * the nanosecond, steps that take the minute rows and steps that do not,
+ * no label, one and two label pairs. Then the backfill (rows without
+ * totals are pending, then set once), retention (deleting rows takes their
+ * sums out; deleting all leaves the timeline table empty) and migrating a
+ * schema 1 database.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "storage/store.h"
+#include "storage/store_free.h"
 #include "test/lib/tap.h"
 
 #define NROWS		1500
@@ -323,8 +325,8 @@ backfill(struct store *st, size_t *done)
 		free(after);
 		after = strdup(ids[n - 1]);
 		*done += n;
-		store_strings_free(ids, n);
-		store_strings_free(tot, n);
+		store_free_strings(ids, n);
+		store_free_strings(tot, n);
 		if (rc != 0)
 			break;
 	}

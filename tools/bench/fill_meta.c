@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "common/xmalloc.h"
-#include "storage/meta_sqlite.h"
+#include "storage/embedded/meta_sqlite.h"
 #include "tools/bench/bench_gen.h"
 
 #define FILL_BATCH	50000

@@ -25,9 +25,9 @@
 #include "collector/ids.h"
 #include "common/xmalloc.h"
 #include "proto/pprof.h"
-#include "storage/blobmeta.h"
-#include "storage/blobs.h"
-#include "storage/meta_sqlite.h"
+#include "storage/embedded/blobmeta.h"
+#include "storage/embedded/blobs.h"
+#include "storage/embedded/meta_sqlite.h"
 
 #define LF_MAX_POOL	1000
 #define LF_SEC		1000000000LL

@@ -14,6 +14,7 @@
 
 #include "common/xmalloc.h"
 #include "storage/store.h"
+#include "storage/store_meta.h"
 #include "tools/bench/bench_gen.h"
 
 #define BENCH_REPS	500

@@ -30,8 +30,10 @@
 #include <sqlite3.h>
 
 #include "common/xmalloc.h"
-#include "storage/meta_sqlite.h"
-#include "storage/meta_timeline.h"
+#include "storage/embedded/meta_sqlite.h"
+#include "storage/embedded/meta_timeline.h"
+#include "storage/store_bucket.h"
+#include "storage/store_meta.h"
 
 #define TB_INSTANCES	100
 #define TB_MINUTES	(7 * 24 * 60)
@@ -187,11 +189,12 @@ tb_baseline(sqlite3 *db, const struct store_query *q, struct store_timeline *tl)
 		    SQLITE_STATIC);
 	}
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (!store_totals_value((const char *)sqlite3_column_text(s, 1),
+		if (!store_meta_totals_value(
+		    (const char *)sqlite3_column_text(s, 1),
 		    (const char *)sqlite3_column_text(s, 2), tl->sample_type,
 		    &v))
 			continue;
-		idx = store_timeline_bucket(sqlite3_column_int64(s, 0),
+		idx = store_bucket_of(sqlite3_column_int64(s, 0),
 		    tl->step) - tl->b0;
 		if (idx >= 0 && (size_t)idx < tl->n) {
 			tl->value[idx] += v;
@@ -235,8 +238,8 @@ tb_row(struct meta_sqlite *ms, sqlite3 *db, const char *wname,
 	q.nlabels = nl;
 	tl.sample_type = "cpu/nanoseconds";
 	tl.step = tb_step(q.from, q.to);
-	tl.b0 = store_timeline_bucket(q.from, tl.step);
-	tl.n = (size_t)(store_timeline_bucket(q.to, tl.step) - tl.b0 + 1);
+	tl.b0 = store_bucket_of(q.from, tl.step);
+	tl.n = (size_t)(store_bucket_of(q.to, tl.step) - tl.b0 + 1);
 	tl.value = xcalloc(tl.n, sizeof *tl.value);
 	tl.profiles = xcalloc(tl.n, sizeof *tl.profiles);
 	for (r = 0; r < runs; r++) {
