@@ -108,7 +108,7 @@ case "$agent" in "$work/clone/"*) ok "the agent line points into the build tree"
 # awk burns CPU for a second or two with the agent preloaded as printed;
 # its last window is uploaded at exit.
 line=$(grep -m1 'LD_PRELOAD=[^ ]*libprofd-agent\.so' "$work/run.log" |
-	sed 's/^ *//; s/myapp/readme-agent/; s| \./readme-agent$||')
+	sed 's/^ *//; s/myapp/readme-agent/g; s| \./readme-agent$||')
 env PROFD_WINDOW=1 PROFD_PERIOD=1 PROFD_EXIT_TIMEOUT=5s $line \
 	awk 'BEGIN { for (i = 0; i < 30000000; i++) s += i * 2; print s > "/dev/null" }'
 n=0
