@@ -67,7 +67,8 @@ compare_merged() {
 		CMP_N=0
 		return
 	fi
-	python3 "${top_srcdir:-.}/test/lib/pprof_totals.py" "$@" \
+	python3 "${top_srcdir:-.}/test/lib/pprof_totals.py" \
+	    --cache "$PROFD_PPROF_CACHE/totals" "$@" \
 	    >"$T_TMP/totals" 2>/dev/null || : >"$T_TMP/totals"
 	for ((i = 0; i < CMP_N; i++)); do
 		top "$i" "$ours" >"$T_TMP/top.ours.$i"

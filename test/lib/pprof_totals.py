@@ -13,9 +13,13 @@ right one but reads every file again for each sample index, which cost
 the suite more CPU than anything else. The sum is checked against pprof
 -top's on every profile of the corpus (test/e2e/merge_vs_pprof.sh).
 
-usage: pprof_totals.py FILE...   (exit status 1 when a file is not a
-pprof profile: a legacy gperftools file, a binary)
+With --cache DIR, each file's sums are kept in DIR by the SHA-1 of its
+bytes (rollups_api.sh sums the same files for window after window).
+
+usage: pprof_totals.py [--cache DIR] FILE...   (exit status 1 when a file
+is not a pprof profile: a legacy gperftools file, a binary)
 """
+import hashlib
 import os
 import sys
 
@@ -62,11 +66,37 @@ def profile(path):
     return names, sums
 
 
+def cached(path, cache):
+    """profile(path), kept in cache (a folder, or None) by content."""
+    if cache is None:
+        return profile(path)
+    key = hashlib.sha1(open(path, "rb").read()).hexdigest()
+    kept = os.path.join(cache, key[:2], key + ".totals")
+    try:
+        with open(kept) as f:
+            rows = [line.split() for line in f]
+        return [tuple(r[0].split("/", 1)) for r in rows], \
+            [int(r[1]) for r in rows]
+    except (OSError, ValueError, IndexError):
+        pass
+    names, sums = profile(path)
+    os.makedirs(os.path.dirname(kept), exist_ok=True)
+    tmp = "%s.%d" % (kept, os.getpid())
+    with open(tmp, "w") as f:
+        for (name, unit), v in zip(names, sums):
+            f.write("%s/%s %d\n" % (name, unit, v))
+    os.replace(tmp, kept)
+    return names, sums
+
+
 def main(paths):
+    cache = None
+    if paths[:1] == ["--cache"]:
+        cache, paths = paths[1], paths[2:]
     names, total = None, []
     for p in paths:
         try:
-            n, s = profile(p)
+            n, s = cached(p, cache)
         except (ValueError, IndexError, OSError, EOFError) as e:
             sys.exit("%s: not a pprof profile (%s)" % (p, e))
         if not n:
