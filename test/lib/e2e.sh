@@ -14,6 +14,9 @@ PROFD_PID=
 PROFD_DIR=
 PROFD_URL=
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/profd-test.XXXXXX")
+# go tool pprof keeps the profiles it fetches from a URL in $HOME/pprof:
+# each test keeps its own
+export PPROF_TMPDIR=$T_TMP
 
 # ok DESC: one passing test.
 ok() { T_N=$((T_N + 1)); echo "ok $T_N - $*"; }
