@@ -6,7 +6,8 @@
 # table's first row and its flat value equal `go tool pprof -top`'s, the
 # flame graph canvas is drawn, a click zooms and goes into the URL, search
 # highlights and shows a share, diff mode renders, a copied URL restores
-# the view (and is drawn within 1 s in a new tab: first meaningful paint),
+# the view (and is drawn in a new tab: its first meaningful paint is
+# printed; tools/bench/ui-paint measures it against 1 s),
 # and the merged download link is right. Screenshots are left in
 # the test's temporary directory (UI_SCREENSHOT_DIR to keep them).
 . "${top_srcdir:-.}/test/lib/e2e.sh"
@@ -46,7 +47,7 @@ PROFD_URL=$PROFD_URL PROFD_TOKEN=reader-0123456789 UI_SERVICE=cpuburn \
 UI_WIN_FROM=2000-01-01T00:00:00 UI_WIN_TO=2100-01-01T00:00:00 \
 UI_TOP_NAME=$name UI_TOP_FLAT=$flat UI_LABELS=build=B UI_BASE_LABELS=build=A \
 UI_SCREENSHOT_DIR=$shots \
-    timeout 120 node "$S/test/ui/ui_test.mjs" >"$T_TMP/ui.tap" 2>"$T_TMP/ui.err"
+    timeout 300 node "$S/test/ui/ui_test.mjs" >"$T_TMP/ui.tap" 2>"$T_TMP/ui.err"
 rc=$?
 # Its checks, renumbered into this file's stream.
 while IFS= read -r line; do
