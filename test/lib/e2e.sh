@@ -183,6 +183,45 @@ upload() {
 	    -H 'Content-Type: application/octet-stream' "$@"
 }
 
+# Many requests in one curl process (a curl costs about as much CPU to
+# start as the daemon takes to store a small profile): batch_add and
+# batch_upload add a request to a curl config file, batch_run sends them
+# all, one after another on a kept-alive connection, and prints each
+# one's status code on a line, in order. For tests that only need the
+# replies; several clients at once are still several batch_runs.
+# batch_add CFG OUT PATH [CONFIG LINE...]: a request for PATH, its reply
+# body to go to file OUT.
+batch_add() {
+	local cfg=$1 out=$2 path=$3 line
+	shift 3
+	{
+		[ -s "$cfg" ] && echo next
+		printf 'url = "%s%s"\noutput = "%s"\nwrite-out = "%%{http_code}\\n"\n' \
+		    "$PROFD_URL" "$path" "$out"
+		for line in "$@"; do printf '%s\n' "$line"; done
+	} >> "$cfg"
+}
+# batch_upload CFG OUT FILE QUERY: an upload of FILE, as upload does.
+batch_upload() {
+	batch_add "$1" "$2" "/api/0/profiles?$4" "data-binary = \"@$3\"" \
+	    'header = "Content-Type: application/octet-stream"'
+}
+# batch_run CFG: sends CFG's requests; one status code a line.
+batch_run() { curl -s -K "$1"; }
+
+# jq_each FILTER FILE...: one jq for many JSON replies: FILTER applied to
+# each FILE's JSON (to null where a FILE holds none), raw output; FILTER
+# must give one line per reply, so that line N is FILE N's.
+jq_each() {
+	local filter=$1 f b
+	shift
+	for f in "$@"; do
+		b=
+		[ -f "$f" ] && IFS= read -r -d '' b < "$f"
+		printf '%s\n' "${b//$'\n'/ }"
+	done | jq -R -r "try fromjson catch null | $filter"
+}
+
 # profd_sanitized: true if the daemon is a sanitizer build, whose memory
 # (shadow, quarantine) is no measure of profd's own: memory bounds are
 # asserted in plain builds only.
