@@ -222,6 +222,36 @@ jq_each() {
 	done | jq -R -r "try fromjson catch null | $filter"
 }
 
+# upload_all QUERY FILE... : uploads the FILEs with /api/0/profiles?QUERY,
+# one after another in one curl; their ids, in order, land in UPLOAD_IDS
+# and their status codes in UPLOAD_CODES. 0 when every one got a 200 and
+# an id, else 1 with a diag line per failure.
+UPLOAD_IDS=()
+UPLOAD_CODES=()
+upload_all() {
+	local query=$1 cfg=$T_TMP/upload_all.cfg out=$T_TMP/upload_all.reply
+	local f i=0 rc=0 replies=()
+	shift
+	UPLOAD_IDS=() UPLOAD_CODES=()
+	[ $# -gt 0 ] || return 0
+	rm -f "$cfg" "$out".*
+	for f in "$@"; do
+		batch_upload "$cfg" "$out.$i" "$f" "$query"
+		replies+=("$out.$i") i=$((i + 1))
+	done
+	mapfile -t UPLOAD_CODES < <(batch_run "$cfg")
+	mapfile -t UPLOAD_IDS < <(jq_each '.body.id? // ""' "${replies[@]}")
+	i=0
+	for f in "$@"; do
+		if [ "${UPLOAD_CODES[i]:-}" != 200 ] || [ -z "${UPLOAD_IDS[i]:-}" ]; then
+			diag "upload $f: ${UPLOAD_CODES[i]:-} $(cat "$out.$i" 2>/dev/null)"
+			rc=1
+		fi
+		i=$((i + 1))
+	done
+	return $rc
+}
+
 # profd_sanitized: true if the daemon is a sanitizer build, whose memory
 # (shadow, quarantine) is no measure of profd's own: memory bounds are
 # asserted in plain builds only.
