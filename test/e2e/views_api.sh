@@ -184,9 +184,9 @@ is "$HTTP_CODE $(echo "$BODY" | jq -c '[.body.total, .body.profiles, .body.root.
 api "/api/0/top?service=nosuch&type=cpu" "${R[@]}" >/dev/null
 is "$HTTP_CODE $(echo "$BODY" | jq -c '.body.rows')" "200 []" "an unknown service: 200 with no rows"
 
-# Bad parameters: 400 with the envelope.
-badq=() badr=()
-for q in "service=cpuburn&type=cpu&$WIN&sample_type=nope" \
+# Bad parameters: 400 with the envelope (all in one curl, the envelopes
+# read by one jq).
+badq=("service=cpuburn&type=cpu&$WIN&sample_type=nope" \
     "service=cpuburn&type=cpu&$WIN&focus=(" \
     "service=cpuburn&type=cpu&$WIN&hide=%5B" \
     "service=cpuburn&type=cpu&$WIN&max_nodes=0" \
@@ -196,16 +196,10 @@ for q in "service=cpuburn&type=cpu&$WIN&sample_type=nope" \
     "service=cpuburn&type=cpu&$WIN&max_nodes=x" \
     "service=cpuburn&type=cpu&$WIN&limit=-1" \
     "type=cpu&$WIN" "service=cpuburn&$WIN" "ids=nope" "ids=%2B%2B" \
-    "service=cpuburn&type=cpu&from=bogus"; do
-	batch_add "$T_TMP/bad.cfg" "$T_TMP/bad.${#badq[@]}" "/api/0/flamegraph?$q" \
-	    'header = "Authorization: Bearer reader-0123456789"'
-	badr+=("$T_TMP/bad.${#badq[@]}") badq+=("$q")
-done
-# (all in one curl, their envelopes read by one jq)
-mapfile -t codes < <(batch_run "$T_TMP/bad.cfg")
-mapfile -t envs < <(jq_each .code "${badr[@]}")
+    "service=cpuburn&type=cpu&from=bogus")
+mapfile -t got < <(api_each .code "header = \"${R[1]}\"" /api/0/flamegraph? "${badq[@]}")
 for i in "${!badq[@]}"; do
-	is "${codes[i]:-} ${envs[i]:-}" "400 400" "flamegraph?${badq[i]}: 400"
+	is "${got[i]/$'\t'/ }" "400 400" "flamegraph?${badq[i]}: 400"
 done
 api "/api/0/diff?ids=$ids" "${R[@]}" >/dev/null
 is "$HTTP_CODE" 400 "a diff of ids without base_ids: 400"

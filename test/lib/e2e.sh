@@ -222,6 +222,27 @@ jq_each() {
 	done | jq -R -r "try fromjson catch null | $filter"
 }
 
+# api_each FILTER CONFIG PREFIX QUERY...: a GET of PREFIX QUERY for each
+# QUERY, all in one curl (CONFIG: a curl config line for each, such as a
+# header, or ''), each reply through jq FILTER, all in one jq (jq_each);
+# prints "STATUS<TAB>FILTER's line" a request, in order. The replies stay
+# in $T_TMP/each.N, N from 0.
+api_each() {
+	local filter=$1 line=$2 prefix=$3 q i=0 files=() codes out
+	shift 3
+	rm -f "$T_TMP"/each.*
+	for q in "$@"; do
+		batch_add "$T_TMP/each.cfg" "$T_TMP/each.$i" "$prefix$q" ${line:+"$line"}
+		files+=("$T_TMP/each.$i") i=$((i + 1))
+	done
+	[ $# -gt 0 ] || return 0
+	mapfile -t codes < <(batch_run "$T_TMP/each.cfg")
+	mapfile -t out < <(jq_each "$filter" "${files[@]}")
+	for i in "${!files[@]}"; do
+		printf '%s\t%s\n' "${codes[i]:-}" "${out[i]:-}"
+	done
+}
+
 # upload_all QUERY FILE... : uploads the FILEs with /api/0/profiles?QUERY,
 # one after another in one curl; their ids, in order, land in UPLOAD_IDS
 # and their status codes in UPLOAD_CODES. 0 when every one got a 200 and
