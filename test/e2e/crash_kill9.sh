@@ -36,7 +36,7 @@ STOP=$T_TMP/stop
 # own, an uploader managed some 9 a second on two busy cores, and spent
 # more CPU than profd; unpaced, one curl makes profd store eight times as
 # many);
-# appends "reply<TAB>status<TAB>file" of every upload to $T_TMP/replies.N.
+# appends its stream of replies (stream_upload) to $T_TMP/replies.N.
 uploader() {
 	local u=$1 i=$1 k f url cfg=$T_TMP/up.$1.cfg
 	: > "$T_TMP/replies.$u"
@@ -47,13 +47,7 @@ uploader() {
 		for ((k = 0; k < 10; k++)); do
 			f=${files[$((i % ${#files[@]}))]}
 			i=$((i + 1))
-			{
-				[ "$k" = 0 ] || echo next
-				printf 'url = "%s/api/0/profiles?service=crash&type=other&labels=uploader=%s,n=%s"\n' "$url" "$u" "$i"
-				printf 'data-binary = "@%s"\n' "$f"
-				printf 'header = "Content-Type: application/octet-stream"\n'
-				printf 'max-time = 10\nwrite-out = "\\t%%{http_code}\\t%s\\n"\n' "$f"
-			} >> "$cfg"
+			stream_upload "$cfg" "$url" "service=crash&type=other&labels=uploader=$u,n=$i" "$f"
 		done
 		curl -s --fail-early --rate 10/s -K "$cfg" >> "$T_TMP/replies.$u" 2>/dev/null || sleep 0.02
 	done
@@ -107,9 +101,7 @@ is "$start_fails" 0 "profd restarted after each of $ROUNDS SIGKILLs"
 diag "$ROUNDS rounds in ${elapsed}s; $orphans_removed orphan blobs removed at starts"
 
 # "id<TAB>file" of every 200
-awk -F'\t' '$2 == 200' "$T_TMP"/replies.* > "$T_TMP/acks"
-paste <(cut -f1 "$T_TMP/acks" | jq -R -r 'try fromjson catch null | .body.id') \
-    <(cut -f3 "$T_TMP/acks") > "$T_TMP/ok"
+stream_acked "$T_TMP"/replies.* > "$T_TMP/ok"
 acked=$(wc -l < "$T_TMP/ok")
 attempts=$(cat "$T_TMP"/replies.* | wc -l)
 others=$(cut -f2 "$T_TMP"/replies.* | grep -cvE '^(200|000)$')

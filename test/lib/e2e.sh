@@ -243,6 +243,28 @@ api_each() {
 	done
 }
 
+# Uploaders that keep one stream of replies (crash tests: one curl sends
+# many uploads, and gives up at the first without a reply, with
+# --fail-early). stream_upload CFG URL QUERY FILE: adds to curl config CFG
+# an upload of FILE to URL/api/0/profiles?QUERY whose reply goes to curl's
+# output, then "<TAB>STATUS<TAB>FILE" and a newline.
+stream_upload() {
+	{
+		[ -s "$1" ] && echo next
+		printf 'url = "%s/api/0/profiles?%s"\n' "$2" "$3"
+		printf 'data-binary = "@%s"\n' "$4"
+		printf 'header = "Content-Type: application/octet-stream"\n'
+		printf 'max-time = 10\nwrite-out = "\\t%%{http_code}\\t%s\\n"\n' "$4"
+	} >> "$1"
+}
+# stream_acked OUT...: "id<TAB>FILE" of every upload that got a 200 in
+# the streams OUT... (the ids read by one jq).
+stream_acked() {
+	awk -F'\t' '$2 == 200' "$@" > "$T_TMP/acked.lines"
+	paste <(cut -f1 "$T_TMP/acked.lines" | jq -R -r 'try fromjson catch null | .body.id') \
+	    <(cut -f3 "$T_TMP/acked.lines")
+}
+
 # upload_all QUERY FILE... : uploads the FILEs with /api/0/profiles?QUERY,
 # one after another in one curl; their ids, in order, land in UPLOAD_IDS
 # and their status codes in UPLOAD_CODES. 0 when every one got a 200 and
