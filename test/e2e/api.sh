@@ -30,7 +30,7 @@ while IFS=$'\t' read -r file producer ptype stypes samples _; do
 	esac
 	files+=("$file") types+=("$type") want_st+=("$stypes") want_n+=("$samples")
 done < "$PROFD_CORPUS/MANIFEST.tsv"
-mkdir -p "$T_TMP/up" "$T_TMP/down"
+mkdir -p "$T_TMP/up"
 : > "$T_TMP/up.cfg"
 for i in "${!files[@]}"; do
 	batch_upload "$T_TMP/up.cfg" "$T_TMP/up/$i" "$PROFD_CORPUS/${files[i]}" \
@@ -45,8 +45,7 @@ mapfile -t metas < <(jq_each '(.body // {}) as $b |
     map(tostring) | join("|")' \
     "${replies[@]}")
 mapfile -t sizes < <(cd "$PROFD_CORPUS" && stat -c %s "${files[@]}")
-bad_meta=0 bad_bytes=0 uploaded=0 legacy_ok=0 stored=()
-: > "$T_TMP/down.cfg"
+bad_meta=0 bad_bytes=0 uploaded=0 legacy_ok=0 stored=() stored_ids=()
 for i in "${!files[@]}"; do
 	file=${files[i]}
 	IFS='|' read -r id mtype mst mn msize mlabel <<<"${metas[i]:-}"
@@ -65,12 +64,12 @@ for i in "${!files[@]}"; do
 	if [ "$got" != "$want" ]; then
 		diag "META of $file: got [$got] want [$want]"; bad_meta=$((bad_meta + 1))
 	fi
-	batch_add "$T_TMP/down.cfg" "$T_TMP/down/$i" "/api/0/profiles/$id"
-	stored+=("$i")
+	stored+=("$i") stored_ids+=("$id")
 done
-batch_run "$T_TMP/down.cfg" >/dev/null
-for i in "${stored[@]}"; do
-	cmp -s "$T_TMP/down/$i" "$PROFD_CORPUS/${files[i]}" || { diag "bytes differ: ${files[i]}"; bad_bytes=$((bad_bytes + 1)); }
+download_all "$T_TMP/down" "${stored_ids[@]}"
+for k in "${!stored[@]}"; do
+	i=${stored[k]}
+	cmp -s "$T_TMP/down/$k" "$PROFD_CORPUS/${files[i]}" || { diag "bytes differ: ${files[i]}"; bad_bytes=$((bad_bytes + 1)); }
 done
 is "$uploaded" 425 "425 protobuf corpus profiles accepted"
 is "$bad_meta" 0 "META has the right type, sample types, samples and size"

@@ -30,29 +30,6 @@ done
 URLFILE=$T_TMP/url
 STOP=$T_TMP/stop
 
-# uploader N: uploads files in turn to the current URL until $STOP exists,
-# ten at a time by one curl, which gives up at the first that gets no
-# reply, at most 10 a second (when each upload was a curl and a jq of its
-# own, an uploader managed some 9 a second on two busy cores, and spent
-# more CPU than profd; unpaced, one curl makes profd store eight times as
-# many);
-# appends its stream of replies (stream_upload) to $T_TMP/replies.N.
-uploader() {
-	local u=$1 i=$1 k f url cfg=$T_TMP/up.$1.cfg
-	: > "$T_TMP/replies.$u"
-	while [ ! -e "$STOP" ]; do
-		url=
-		read -r url < "$URLFILE" 2>/dev/null
-		: > "$cfg"
-		for ((k = 0; k < 10; k++)); do
-			f=${files[$((i % ${#files[@]}))]}
-			i=$((i + 1))
-			stream_upload "$cfg" "$url" "service=crash&type=other&labels=uploader=$u,n=$i" "$f"
-		done
-		curl -s --fail-early --rate 10/s -K "$cfg" >> "$T_TMP/replies.$u" 2>/dev/null || sleep 0.02
-	done
-}
-
 # Log lines in which a start reported profiles without their blob.
 missing_reports=0
 # check_start_log: counts reports of rows with no blob in this start's log.
@@ -69,7 +46,12 @@ start_fails=0
 begin=$(date +%s)
 profd_start --workers 2 || { not_ok "profd starts"; done_testing; }
 echo "$PROFD_URL" > "$URLFILE"
-for u in $(seq 1 $UPLOADERS); do uploader "$u" & done
+# (stream_uploader: ten uploads a curl, at most 10 a second: when each
+# upload was a curl and a jq of its own, an uploader managed some 9 a
+# second on two busy cores and spent more CPU than profd)
+for u in $(seq 1 $UPLOADERS); do
+	stream_uploader "$u" "$URLFILE" "$STOP" "service=crash&type=other" "${files[@]}" &
+done
 orphans_removed=0
 for r in $(seq 1 "$ROUNDS"); do
 	# let the uploaders run 0.15 to 0.9 s, then kill without warning
@@ -118,14 +100,8 @@ cut -f1 "$T_TMP/ok" | sort > "$T_TMP/acked"
 lost=$(comm -23 "$T_TMP/acked" "$T_TMP/listed" | wc -l)
 is "$lost" 0 "every upload that got a 200 is listed"
 # (read back by one curl)
+download_all "$T_TMP/down" $(cut -f1 "$T_TMP/ok")
 bad=0 k=0
-mkdir "$T_TMP/down"
-while IFS=$'\t' read -r id f; do
-	batch_add "$T_TMP/down.cfg" "$T_TMP/down/$k" "/api/0/profiles/$id"
-	k=$((k + 1))
-done < "$T_TMP/ok"
-[ "$k" -gt 0 ] && batch_run "$T_TMP/down.cfg" > /dev/null
-k=0
 while IFS=$'\t' read -r id f; do
 	cmp -s "$T_TMP/down/$k" "$f" || { bad=$((bad + 1)); [ $bad -le 3 ] && diag "differs: $id ($f)"; }
 	k=$((k + 1))

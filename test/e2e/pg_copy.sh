@@ -32,19 +32,19 @@ mapfile -t codes < <(batch_run "$T_TMP/up.cfg")
 replies=()
 for k in "${!files[@]}"; do replies+=("$T_TMP/up.$k"); done
 mapfile -t ids < <(jq_each '.body.id? // ""' "${replies[@]}")
-n=0 held=()
-: > "$T_TMP/held.cfg"
+held=() heldids=()
 for k in "${!files[@]}"; do
 	[ "${codes[k]:-}" = 200 ] || continue
-	# the bytes the embedded store holds (a legacy gperftools file is
-	# stored converted)
-	batch_add "$T_TMP/held.cfg" "$T_TMP/held.$k" "/api/0/profiles/${ids[k]}"
-	printf '%s\t%s\n' "${ids[k]}" "$T_TMP/held.$k" >> "$T_TMP/files"
-	held+=("$k") n=$((n + 1))
+	held+=("$k") heldids+=("${ids[k]}")
 done
-batch_run "$T_TMP/held.cfg" >/dev/null
-for k in "${held[@]}"; do
-	case ${files[k]} in *.prof) ;; *) cmp -s "$T_TMP/held.$k" "$PROFD_CORPUS/${files[k]}" || echo "${files[k]}" >> "$T_TMP/changed" ;; esac
+n=${#held[@]}
+# the bytes the embedded store holds (a legacy gperftools file is stored
+# converted)
+download_all "$T_TMP/held" "${heldids[@]}"
+for i in "${!held[@]}"; do
+	k=${held[i]}
+	printf '%s\t%s\n' "${ids[k]}" "$T_TMP/held/$i" >> "$T_TMP/files"
+	case ${files[k]} in *.prof) ;; *) cmp -s "$T_TMP/held/$i" "$PROFD_CORPUS/${files[k]}" || echo "${files[k]}" >> "$T_TMP/changed" ;; esac
 done
 check "$n corpus profiles in the embedded store" [ "$n" -ge 100 ]
 is "$(cat "$T_TMP/changed" 2>/dev/null | wc -l)" 0 "... each pprof held as uploaded, byte for byte"
@@ -89,14 +89,7 @@ is "$(diff "$T_TMP/src.list" "$T_TMP/pg.list" | wc -l)" 0 "the collector on Post
 # same_bytes: how many profiles do not read back as the source held them.
 same_bytes() {
 	local id f bad=0 k=0
-	rm -rf "$T_TMP/a" "$T_TMP/a.cfg"
-	mkdir "$T_TMP/a"
-	while IFS=$'\t' read -r id f; do
-		batch_add "$T_TMP/a.cfg" "$T_TMP/a/$k" "/api/0/profiles/$id"
-		k=$((k + 1))
-	done < "$T_TMP/files"
-	batch_run "$T_TMP/a.cfg" >/dev/null
-	k=0
+	download_all "$T_TMP/a" $(cut -f1 "$T_TMP/files")
 	while IFS=$'\t' read -r id f; do
 		cmp -s "$T_TMP/a/$k" "$f" || bad=$((bad + 1))
 		k=$((k + 1))

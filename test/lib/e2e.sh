@@ -209,6 +209,20 @@ batch_upload() {
 # batch_run CFG: sends CFG's requests; one status code a line.
 batch_run() { curl -s -K "$1"; }
 
+# download_all DIR ID...: GET /api/0/profiles/ID for each ID, all in one
+# curl, into DIR/0, DIR/1, ... (DIR made anew).
+download_all() {
+	local dir=$1 id n=0
+	shift
+	rm -rf "$dir" "$dir.cfg"
+	mkdir -p "$dir" || return 1
+	for id in "$@"; do
+		batch_add "$dir.cfg" "$dir/$n" "/api/0/profiles/$id"
+		n=$((n + 1))
+	done
+	[ $# -eq 0 ] || batch_run "$dir.cfg" > /dev/null
+}
+
 # jq_each FILTER FILE...: one jq for many JSON replies: FILTER applied to
 # each FILE's JSON (to null where a FILE holds none), raw output; FILTER
 # must give one line per reply, so that line N is FILE N's.
@@ -256,6 +270,31 @@ stream_upload() {
 		printf 'header = "Content-Type: application/octet-stream"\n'
 		printf 'max-time = 10\nwrite-out = "\\t%%{http_code}\\t%s\\n"\n' "$4"
 	} >> "$1"
+}
+# stream_uploader N URLFILE STOP QUERY FILE...: uploader N sends the
+# FILEs in turn (with labels=uploader=N,n=I after QUERY) to the URL that
+# file URLFILE holds (read again for each ten: a restarted server may
+# have a new one) until file STOP exists: ten at a time by one curl, at
+# most 10 a second (a curl and a jq for each upload cost more CPU than
+# the server's work on it; unpaced, one curl stores many times as many);
+# its stream of replies goes to $T_TMP/replies.N.
+stream_uploader() {
+	local u=$1 urlfile=$2 stop=$3 query=$4 i=$1 k f url cfg=$T_TMP/stream.$1.cfg
+	shift 4
+	local files=("$@")
+	: > "$T_TMP/replies.$u"
+	while [ ! -e "$stop" ]; do
+		url=
+		read -r url < "$urlfile" 2>/dev/null
+		: > "$cfg"
+		for ((k = 0; k < 10; k++)); do
+			f=${files[$((i % ${#files[@]}))]}
+			i=$((i + 1))
+			stream_upload "$cfg" "$url" "$query&labels=uploader=$u,n=$i" "$f"
+		done
+		curl -s --fail-early --rate 10/s -K "$cfg" >> "$T_TMP/replies.$u" 2>/dev/null ||
+		    sleep 0.05
+	done
 }
 # stream_acked OUT...: "id<TAB>FILE" of every upload that got a 200 in
 # the streams OUT... (the ids read by one jq).
