@@ -22,8 +22,8 @@ DIRS="common proto storage merge view collector agent"
 
 # prefix_ok FILE NAME: true if NAME is allowed in FILE.
 prefix_ok() {
-	local f=$1 n=$2 b
-	b=$(basename "$f" .c)
+	local f=$1 n=$2 b=${1##*/}
+	b=${b%.c}
 	case "$f:$n" in
 	common/xmalloc.c:x*) return 0 ;;
 	agent/agent.c:profd_agent_*) return 0 ;;
@@ -53,40 +53,59 @@ sources=$(find $DIRS -name '*.c' ! -name 'test_*' ! -path '*/examples/*' \
 	! -name '*.pb-c.c' | sort)
 [ -n "$sources" ] || { not_ok "found the sources"; done_testing; }
 
-# 1. Definitions in the source.
+# 1. Definitions in the source (one grep over every file).
+declare -A defbad=()
+while IFS=: read -r f line name; do
+	name=${name%%(*}
+	[ "$name" = __attribute__ ] && continue
+	prefix_ok "$f" "$name" || defbad[$f]+="$line:$name"$'\n'
+done < <(grep -Hn '^[a-z_][a-z0-9_]*(' $sources | grep -v '\\$')
 for f in $sources; do
-	bad=$(grep -n '^[a-z_][a-z0-9_]*(' "$f" | grep -v '\\$' |
-		sed 's/(.*//' | while IFS=: read -r line name; do
-			[ "$name" = __attribute__ ] && continue
-			prefix_ok "$f" "$name" || echo "$line:$name"
-		done)
+	bad=${defbad[$f]:-}
 	if [ -z "$bad" ]; then
-		ok "$f: every function defined starts with $(basename "$f" .c)_"
+		b=${f##*/}
+		ok "$f: every function defined starts with ${b%.c}_"
 	else
 		not_ok "$f: functions without the file's prefix"
 		for b in $bad; do diag "$f:$b"; done
 	fi
 done
 
-# 2. Symbols in the objects (those built from one of the sources).
-nobj=0
+# 2. Symbols in the objects (those built from one of the sources): of a
+# source DIR/NAME.c, the first object that find lists in DIR named NAME.o
+# or *-NAME.o (libtool's LIB_la-NAME.o); one find, one nm for them all.
+declare -A first=() src_of=() symbad=()
+dirs=()
+for f in $sources; do dirs+=("$bld/${f%/*}"); done
+while read -r o; do
+	n=${o##*/}
+	n=${n%.o}
+	for b in "$n" "${n##*-}"; do
+		[ -n "${first[${o%/*}/$b]:-}" ] || first[${o%/*}/$b]=$o
+	done
+done < <(find $(printf '%s\n' "${dirs[@]}" | sort -u) -maxdepth 1 -name '*.o' 2>/dev/null)
+objs=()
 for f in $sources; do
-	d=$(dirname "$f"); b=$(basename "$f" .c)
-	obj=$(find "$bld/$d" -maxdepth 1 \( -name "$b.o" -o -name "*_la-$b.o" \
-		-o -name "*-$b.o" \) 2>/dev/null | head -n 1)
+	b=${f##*/}
+	obj=${first[$bld/${f%/*}/${b%.c}]:-}
 	[ -n "$obj" ] || continue
-	nobj=$((nobj + 1))
-	# (compiler clones such as f.cold, f.part.0, f.isra.0 count as f)
-	bad=$(nm --defined-only "$obj" | awk '$2 ~ /^[TDBRCGWVt]$/ {print $3}' |
-		grep -v '^\.\|^_\|^CSWTCH' | sed 's/\..*//' | sort -u |
-		while read -r name; do
-			prefix_ok "$f" "$name" || echo "$name"
-		done)
+	objs+=("$obj")
+	src_of[$obj]=$f
+done
+nobj=${#objs[@]}
+# (compiler clones such as f.cold, f.part.0, f.isra.0 count as f)
+while read -r obj name; do
+	prefix_ok "${src_of[$obj]}" "$name" || symbad[$obj]+="$name"$'\n'
+done < <([ "$nobj" -gt 0 ] && nm -A --defined-only "${objs[@]}" |
+	awk '$2 ~ /^[TDBRCGWVt]$/ && $3 !~ /^(\.|_|CSWTCH)/ {
+		sub(/:[^:]*$/, "", $1); sub(/\..*/, "", $3); print $1, $3 }' | sort -u)
+for obj in "${objs[@]}"; do
+	bad=${symbad[$obj]:-}
 	if [ -z "$bad" ]; then
 		ok "$obj: every symbol carries the prefix"
 	else
 		not_ok "$obj: symbols without the file's prefix"
-		for b in $bad; do diag "$f: $b"; done
+		for b in $bad; do diag "${src_of[$obj]}: $b"; done
 	fi
 done
 [ "$nobj" -gt 10 ] && ok "found $nobj objects to check" ||

@@ -17,8 +17,10 @@ W='from=2020-01-01T00:00:00&to=2100-01-01T00:00:00'
 
 # --- every good corpus profile round-trips ---------------------------------
 # MANIFEST types map onto profd's: allocs are heap profiles, node's wall
-# profiles are "other".
-bad_meta=0 bad_bytes=0 uploaded=0 legacy_ok=0
+# profiles are "other". Uploaded one after another, then read back (one
+# curl for all the uploads, one for all the reads, one jq for all the
+# replies: test/lib/e2e.sh, batch_run).
+files=() types=() want_st=() want_n=()
 while IFS=$'\t' read -r file producer ptype stypes samples _; do
 	[ "$file" = file ] && continue
 	case $ptype in
@@ -26,26 +28,49 @@ while IFS=$'\t' read -r file producer ptype stypes samples _; do
 	wall*) type=other ;;
 	*) type=$ptype ;;
 	esac
-	upload "$PROFD_CORPUS/$file" "service=corpus&type=$type&labels=file=$(basename "$file")" >/dev/null; reply=$BODY
+	files+=("$file") types+=("$type") want_st+=("$stypes") want_n+=("$samples")
+done < "$PROFD_CORPUS/MANIFEST.tsv"
+mkdir -p "$T_TMP/up"
+: > "$T_TMP/up.cfg"
+for i in "${!files[@]}"; do
+	batch_upload "$T_TMP/up.cfg" "$T_TMP/up/$i" "$PROFD_CORPUS/${files[i]}" \
+	    "service=corpus&type=${types[i]}&labels=file=${files[i]##*/}"
+done
+mapfile -t codes < <(batch_run "$T_TMP/up.cfg")
+replies=()
+for i in "${!files[@]}"; do replies+=("$T_TMP/up/$i"); done
+mapfile -t metas < <(jq_each '(.body // {}) as $b |
+    [$b.id // "", $b.type // "", ($b.sample_types // [] | join(",")),
+     $b.samples // "", $b.size // "", ($b.labels // [])[0].value // ""] |
+    map(tostring) | join("|")' \
+    "${replies[@]}")
+mapfile -t sizes < <(cd "$PROFD_CORPUS" && stat -c %s "${files[@]}")
+bad_meta=0 bad_bytes=0 uploaded=0 legacy_ok=0 stored=() stored_ids=()
+for i in "${!files[@]}"; do
+	file=${files[i]}
+	IFS='|' read -r id mtype mst mn msize mlabel <<<"${metas[i]:-}"
 	if [ "$file" = gperftools/cworker.cpu.prof ]; then
 		# the legacy (non-protobuf) gperftools format is converted
 		# (test/e2e/gperf_api.sh checks how)
-		[ "$HTTP_CODE" = 200 ] && [ "$(echo "$reply" | jq -r '.body.labels[0].value + " " + (.body.samples|tostring)')" = "gperftools 598" ] && legacy_ok=1
+		[ "${codes[i]:-}" = 200 ] && [ "$mlabel $mn" = "gperftools 598" ] && legacy_ok=1
 		continue
 	fi
-	if [ "$HTTP_CODE" != 200 ]; then
-		diag "upload $file: $HTTP_CODE $reply"; bad_meta=$((bad_meta + 1)); continue
+	if [ "${codes[i]:-}" != 200 ]; then
+		diag "upload $file: ${codes[i]:-} $(cat "$T_TMP/up/$i")"; bad_meta=$((bad_meta + 1)); continue
 	fi
 	uploaded=$((uploaded + 1))
-	id=$(echo "$reply" | jq -r .body.id)
-	got=$(echo "$reply" | jq -r '[.body.type, (.body.sample_types|join(",")), .body.samples, .body.size] | @tsv')
-	want=$(printf '%s\t%s\t%s\t%s' "$type" "$stypes" "$samples" "$(stat -c %s "$PROFD_CORPUS/$file")")
+	got="$mtype $mst $mn $msize"
+	want="${types[i]} ${want_st[i]} ${want_n[i]} ${sizes[i]}"
 	if [ "$got" != "$want" ]; then
 		diag "META of $file: got [$got] want [$want]"; bad_meta=$((bad_meta + 1))
 	fi
-	curl -s -o "$T_TMP/down" "$PROFD_URL/api/0/profiles/$id"
-	cmp -s "$T_TMP/down" "$PROFD_CORPUS/$file" || { diag "bytes differ: $file"; bad_bytes=$((bad_bytes + 1)); }
-done < "$PROFD_CORPUS/MANIFEST.tsv"
+	stored+=("$i") stored_ids+=("$id")
+done
+download_all "$T_TMP/down" "${stored_ids[@]}"
+for k in "${!stored[@]}"; do
+	i=${stored[k]}
+	cmp -s "$T_TMP/down/$k" "$PROFD_CORPUS/${files[i]}" || { diag "bytes differ: ${files[i]}"; bad_bytes=$((bad_bytes + 1)); }
+done
 is "$uploaded" 425 "425 protobuf corpus profiles accepted"
 is "$bad_meta" 0 "META has the right type, sample types, samples and size"
 is "$bad_bytes" 0 "every profile reads back byte-identical"
@@ -62,19 +87,26 @@ is "$created" "$(date -u -d @1795307233.638768938 +%Y-%m-%dT%H:%M:%S.638768938Z)
 
 # --- bad inputs --------------------------------------------------------------
 r0=$(rows) b0=$(blobs)
+bfiles=() bexpect=() breplies=()
+: > "$T_TMP/bad.cfg"
 while IFS=$'\t' read -r file expect _ _ _ desc; do
 	[ "$file" = file ] && continue
-	upload "$PROFD_CORPUS/$file" "service=bad&type=cpu" >/dev/null; reply=$BODY
-	msg=$(echo "$reply" | jq -r '.error // empty' 2>/dev/null)
+	batch_upload "$T_TMP/bad.cfg" "$T_TMP/bad.${#bfiles[@]}" "$PROFD_CORPUS/$file" "service=bad&type=cpu"
+	breplies+=("$T_TMP/bad.${#bfiles[@]}") bfiles+=("$file") bexpect+=("$expect")
+done < "$PROFD_CORPUS/bad/MANIFEST.tsv"
+mapfile -t codes < <(batch_run "$T_TMP/bad.cfg")
+mapfile -t msgs < <(jq_each '.error? // ""' "${breplies[@]}")
+for i in "${!bfiles[@]}"; do
+	file=${bfiles[i]} expect=${bexpect[i]} code=${codes[i]:-} msg=${msgs[i]:-}
 	case $expect in
-	valid*) is "$HTTP_CODE" 200 "$file is stored ($expect)" ;;
+	valid*) is "$code" 200 "$file is stored ($expect)" ;;
 	*)
-		case $HTTP_CODE in
-		4??) [ -n "$msg" ] && ok "$file refused: $HTTP_CODE $msg" || not_ok "$file: no error message" ;;
-		*) not_ok "$file refused with 4xx (got $HTTP_CODE)" ;;
+		case $code in
+		4??) [ -n "$msg" ] && ok "$file refused: $code $msg" || not_ok "$file: no error message" ;;
+		*) not_ok "$file refused with 4xx (got $code)" ;;
 		esac ;;
 	esac
-done < "$PROFD_CORPUS/bad/MANIFEST.tsv"
+done
 nvalid=$(grep -c $'\tvalid' "$PROFD_CORPUS/bad/MANIFEST.tsv")
 is "$(( $(rows) - r0 ))" "$nvalid" "bad inputs left no row (only the $nvalid valid ones)"
 is "$(( $(blobs) - b0 ))" "$nvalid" "bad inputs left no blob"
@@ -152,15 +184,19 @@ is "$(q "$D&labels=msg=a%20b%3Dc%2Cd")" "$enc" "label values with encoded ' ', '
 is "$(api "/api/0/profiles/$enc" >/dev/null; echo "$HTTP_CODE")" 200 "get by id"
 
 # --- parallel uploaders: 8 x 200, all stored exactly once --------------------
+# 8 clients at once, each a curl sending its 200 uploads one after another.
 r0=$(rows)
 pids=
 for w in 1 2 3 4 5 6 7 8; do
-	(
-		for i in $(seq 1 200); do
-			curl -s -o /dev/null -w '%{http_code}\n' --data-binary "@$PROFD_CORPUS/bench/pool/cpu_A_$(printf %02d $(( (i % 50) + 1 ))).pb.gz" \
-				"$PROFD_URL/api/0/profiles?service=par&type=cpu&labels=w=$w,i=$i"
-		done > "$T_TMP/par.$w"
-	) &
+	: > "$T_TMP/par$w.cfg"
+	for i in $(seq 1 200); do
+		printf -v p %02d $(( (i % 50) + 1 ))
+		batch_add "$T_TMP/par$w.cfg" /dev/null "/api/0/profiles?service=par&type=cpu&labels=w=$w,i=$i" \
+		    "data-binary = \"@$PROFD_CORPUS/bench/pool/cpu_A_$p.pb.gz\""
+	done
+done
+for w in 1 2 3 4 5 6 7 8; do
+	batch_run "$T_TMP/par$w.cfg" > "$T_TMP/par.$w" &
 	pids="$pids $!"
 done
 wait $pids

@@ -33,11 +33,15 @@ done
 is "$HTTP_CODE" 200 "ten large profiles stored before the flood"
 rss_start=$(awk '/^VmRSS:/ { print $2 }' "/proc/$PROFD_PID/status")
 
-# sample VmRSS (KB) until told to stop; print the peak
+# sample VmRSS (KB) until told to stop; print the peak (read by the
+# shell: an awk every 20 ms cost more than the sampling)
 (
 	peak=0
 	while [ ! -e "$T_TMP/stop_rss" ]; do
-		r=$(awk '/^VmRSS:/ { print $2 }' "/proc/$PROFD_PID/status" 2>/dev/null)
+		r=
+		while read -r k v _; do
+			[ "$k" = VmRSS: ] && { r=$v; break; }
+		done < "/proc/$PROFD_PID/status" 2>/dev/null
 		[ -n "$r" ] && [ "$r" -gt "$peak" ] && peak=$r
 		sleep 0.02
 	done
@@ -45,36 +49,37 @@ rss_start=$(awk '/^VmRSS:/ { print $2 }' "/proc/$PROFD_PID/status")
 ) &
 sampler=$!
 
-# one I: request I (every fourth a merge), recording status and curl's exit
-one() {
-	local i=$1 rc=0
-	if [ $((i % 4)) = 0 ]; then
-		curl -s -m 120 -o /dev/null -D "$T_TMP/h.$i" -w '%{http_code}' \
-		    "$PROFD_URL/api/0/profiles/merge?service=flood&type=heap&$W" \
-		    > "$T_TMP/code.$i" || rc=$?
-	else
-		curl -s -m 120 -o /dev/null -D "$T_TMP/h.$i" -w '%{http_code}' \
-		    -H 'Content-Type: application/octet-stream' \
-		    --data-binary "@$BIG" \
-		    "$PROFD_URL/api/0/profiles?service=flood&type=cpu&labels=n=$i" \
-		    > "$T_TMP/code.$i" || rc=$?
-	fi
-	echo "$rc" > "$T_TMP/exit.$i"
-}
+# The flood: N requests (every fourth a merge) sent at once by one curl
+# (--parallel: a connection each); request I leaves its headers in
+# $T_TMP/h.I and "I STATUS CURL-EXIT" in $T_TMP/codes.
+: > "$T_TMP/flood.cfg"
+for i in $(seq 1 "$N"); do
+	{
+		[ "$i" = 1 ] || echo next
+		printf 'output = "/dev/null"\ndump-header = "%s"\nmax-time = 120\n' "$T_TMP/h.$i"
+		printf 'write-out = "%s %%{http_code} %%{exitcode}\\n"\n' "$i"
+		if [ $((i % 4)) = 0 ]; then
+			printf 'url = "%s"\n' "$PROFD_URL/api/0/profiles/merge?service=flood&type=heap&$W"
+		else
+			printf 'url = "%s"\n' "$PROFD_URL/api/0/profiles?service=flood&type=cpu&labels=n=$i"
+			printf 'header = "Content-Type: application/octet-stream"\n'
+			printf 'data-binary = "@%s"\n' "$BIG"
+		fi
+	} >> "$T_TMP/flood.cfg"
+done
 
 begin=$(date +%s%N)
-pids=()
-for i in $(seq 1 "$N"); do one "$i" & pids+=($!); done
-wait "${pids[@]}"
+curl -s --parallel --parallel-immediate --parallel-max "$N" -K "$T_TMP/flood.cfg" > "$T_TMP/codes"
 ms=$(( ($(date +%s%N) - begin) / 1000000 ))
 touch "$T_TMP/stop_rss"
 wait "$sampler"
 peak=$(cat "$T_TMP/rss_peak")
 
+codes=() exits=()
+while read -r i code rc; do codes[i]=$code exits[i]=$rc; done < "$T_TMP/codes"
 n200=0 n503=0 nother=0 nerr=0 noretry=0
 for i in $(seq 1 "$N"); do
-	code=$(cat "$T_TMP/code.$i")
-	rc=$(cat "$T_TMP/exit.$i")
+	code=${codes[i]:-} rc=${exits[i]:-}
 	[ "$rc" = 0 ] || { nerr=$((nerr + 1)); diag "request $i: curl exit $rc"; }
 	case $code in
 	200) n200=$((n200 + 1)) ;;
@@ -101,6 +106,8 @@ api "/api/0/profiles?service=after&$W" > /dev/null
 is "$HTTP_CODE $(echo "$BODY" | jq '.body | length')" "200 1" "a list right after the flood succeeds"
 api "/api/0/profiles?service=flood&type=cpu&$W&limit=100000" > /dev/null
 stored=$(echo "$BODY" | jq '.body | length')
-accepted=$(( n200 - $(for i in $(seq 4 4 "$N"); do cat "$T_TMP/code.$i"; echo; done | grep -c '^200$') ))
+merged=0
+for i in $(seq 4 4 "$N"); do [ "${codes[i]:-}" = 200 ] && merged=$((merged + 1)); done
+accepted=$((n200 - merged))
 is "$stored" "$accepted" "every accepted upload is stored, no refused one ($accepted accepted)"
 done_testing

@@ -25,10 +25,17 @@ ingest() {
 	HTTP_CODE=$(tail -n 1 <<<"$BODY")
 	BODY=$(sed '$d' <<<"$BODY")
 }
-# last SERVICE: the META of SERVICE's profile uploaded last (ids grow).
-last() { api "/api/0/profiles?service=$1&$W&limit=1000" | jq -c '.body | max_by(.id)'; }
-# labels META: its labels as k=v,...
-labels() { jq -r '.labels | map(.key + "=" + .value) | join(",")' <<<"$1"; }
+# last SERVICE: the META of SERVICE's profile uploaded last (ids grow),
+# read by one jq: M_ID, M_TYPE, M_ST (the sample types, as JSON),
+# M_SAMPLES, M_LABELS (k=v,...), M_AT (created_at), M_DUR (duration_ns).
+# HTTP_CODE stays the last ingest's.
+last() {
+	IFS=$'\037' read -r M_ID M_TYPE M_ST M_SAMPLES M_LABELS M_AT M_DUR < <(
+	    curl -s "$PROFD_URL/api/0/profiles?service=$1&$W&limit=1000" |
+	    jq -r '.body | max_by(.id) | [.id, .type, (.sample_types | tojson),
+		.samples, (.labels | map(.key + "=" + .value) | join(",")),
+		.created_at, .duration_ns] | map(tostring) | join("\u001f")')
+}
 printf 'main;work;hash 3\nmain;work 2\nmain;idle 5\nmain;work;hash 1\n' > "$T_TMP/f.txt"
 
 # --- folded, the default --------------------------------------------------
@@ -36,19 +43,20 @@ ingest 'name=shop.cpu%7Benv%3Dprod%2Cregion%3Deu%7D&from=1764000000&until=176400
     --data-binary "@$T_TMP/f.txt"
 is "$HTTP_CODE" 200 "folded stacks (no format): 200"
 is "$BODY" "" "... with an empty body, as Pyroscope answers"
-m=$(last shop)
-is "$(jq -r .type <<<"$m")" cpu "APP.cpu: type cpu"
-is "$(labels "$m")" "converted_from=folded,env=prod,region=eu,spy=pyspy" "labels from the braces, spyName as spy, converted_from=folded"
-is "$(jq -r .created_at <<<"$m")/$(jq -r .duration_ns <<<"$m")" "2025-11-24T16:00:00Z/10000000000" "from is the time, until - from the duration"
-is "$(jq -c .sample_types <<<"$m")" '["samples/count","cpu/nanoseconds"]' "samples and cpu time"
-curl -s -o "$T_TMP/one.pb.gz" "$PROFD_URL/api/0/profiles/$(jq -r .id <<<"$m")"
+last shop
+is "$M_TYPE" cpu "APP.cpu: type cpu"
+is "$M_LABELS" "converted_from=folded,env=prod,region=eu,spy=pyspy" "labels from the braces, spyName as spy, converted_from=folded"
+is "$M_AT/$M_DUR" "2025-11-24T16:00:00Z/10000000000" "from is the time, until - from the duration"
+is "$M_ST" '["samples/count","cpu/nanoseconds"]' "samples and cpu time"
+curl -s -o "$T_TMP/one.pb.gz" "$PROFD_URL/api/0/profiles/$M_ID"
 is "$(gopprof -raw "$T_TMP/one.pb.gz" 2>/dev/null | sed -n 's/^Period: //p')" 20000000 "the period is 1 s / sampleRate"
 is "$(gopprof -top -sample_index=cpu "$T_TMP/one.pb.gz" 2>/dev/null | sed -n 's/.*% of \([0-9a-z.]*\) total/\1/p')" 220ms "11 samples at 20 ms: 220 ms"
 
 INGEST_PATH=/pyroscope/ingest ingest 'name=shop.cpu%7Benv%3Dprod%7D&from=1764000060&until=1764000070&sampleRate=50' --data-binary "@$T_TMP/f.txt"
 is "$HTTP_CODE" 200 "/pyroscope/ingest takes the same"
 ingest 'name=shop%7Benv%3Dprod%7D&from=1764000120' --data-binary "@$T_TMP/f.txt"
-is "$HTTP_CODE/$(last shop | jq -r .type)" 200/cpu "a bare name with folded stacks is cpu"
+last shop
+is "$HTTP_CODE/$M_TYPE" 200/cpu "a bare name with folded stacks is cpu"
 curl -s -o "$T_TMP/m.pb.gz" "$PROFD_URL/api/0/profiles/merge?service=shop&type=cpu&$W"
 gopprof -top -sample_index=samples "$T_TMP/m.pb.gz" 2>/dev/null > "$T_TMP/mtop"
 check "the three merge: hash 12 of its own ($(grep hash "$T_TMP/mtop" | head -n 1))" grep -Eq '^ +12 .* hash$' "$T_TMP/mtop"
@@ -61,46 +69,51 @@ compare_merged "the merge of the converted folded profiles" "$T_TMP/m.pb.gz" "$T
 
 # --- types and units -----------------------------------------------------
 ingest 'name=shop.alloc_space&units=bytes&aggregationType=sum&from=1764000000' --data-binary "@$T_TMP/f.txt"
-m=$(last shop)
-is "$HTTP_CODE/$(jq -r .type <<<"$m")/$(jq -c .sample_types <<<"$m")" '200/heap/["alloc_space/bytes"]' "alloc_space: heap, in bytes"
+last shop
+is "$HTTP_CODE/$M_TYPE/$M_ST" '200/heap/["alloc_space/bytes"]' "alloc_space: heap, in bytes"
 ingest 'name=shop.inuse_objects&aggregationType=average&format=lines&from=1764000000' --data-binary $'a;b\na;b\na;c\n'
-m=$(last shop)
-is "$HTTP_CODE/$(jq -r .type <<<"$m")/$(jq -c .sample_types <<<"$m")/$(jq -r .samples <<<"$m")" '200/heap/["inuse_objects/count"]/2' "format=lines: one count a line"
+last shop
+is "$HTTP_CODE/$M_TYPE/$M_ST/$M_SAMPLES" '200/heap/["inuse_objects/count"]/2' "format=lines: one count a line"
 ingest 'name=shop.wall&from=1764000000&sampleRate=1000' --data-binary "@$T_TMP/f.txt"
-m=$(last shop)
-is "$(jq -r .type <<<"$m")/$(jq -c .sample_types <<<"$m")" 'other/["samples/count","wall/nanoseconds"]' "wall: type other, with wall time"
+last shop
+is "$M_TYPE/$M_ST" 'other/["samples/count","wall/nanoseconds"]' "wall: type other, with wall time"
 ingest 'name=shop.lock_duration&units=lock_nanoseconds&from=1764000000' --data-binary "@$T_TMP/f.txt"
-m=$(last shop)
-is "$(jq -r .type <<<"$m")/$(jq -c .sample_types <<<"$m")" 'mutex/["delay/nanoseconds"]' "lock_duration: mutex delay"
+last shop
+is "$M_TYPE/$M_ST" 'mutex/["delay/nanoseconds"]' "lock_duration: mutex delay"
 ingest 'name=shop.goroutines&from=1764000000' --data-binary "@$T_TMP/f.txt"
-is "$(last shop | jq -r .type)" goroutine "goroutines: goroutine"
+last shop
+is "$M_TYPE" goroutine "goroutines: goroutine"
 for t in 1764000000000:ms 1764000000000000:us 1764000000000000000:ns 20251124:YYYYMMDD; do
 	ingest "name=times.cpu&from=${t%%:*}" --data-binary "@$T_TMP/f.txt"
-	is "$HTTP_CODE/$(last times | jq -r .created_at)" 200/$([ "${t#*:}" = YYYYMMDD ] && echo 2025-11-24T00:00:00Z || echo 2025-11-24T16:00:00Z) "from in ${t#*:}"
+	last times
+	is "$HTTP_CODE/$M_AT" 200/$([ "${t#*:}" = YYYYMMDD ] && echo 2025-11-24T00:00:00Z || echo 2025-11-24T16:00:00Z) "from in ${t#*:}"
 done
 
 # --- pprof ---------------------------------------------------------------
 f=$C/go/cpuburn/cpu_A_01.pb.gz
 ingest 'name=gosvc%7Bpod%3Da%7D&format=pprof&sampleRate=17&from=1764000000' --data-binary "@$f" -H 'Content-Type: application/octet-stream'
-m=$(last gosvc)
-is "$HTTP_CODE/$(jq -r .type <<<"$m")" 200/cpu "a gzipped pprof body with a bare name: type cpu from its sample types"
-curl -s -o "$T_TMP/s.pb.gz" "$PROFD_URL/api/0/profiles/$(jq -r .id <<<"$m")"
+last gosvc
+is "$HTTP_CODE/$M_TYPE" 200/cpu "a gzipped pprof body with a bare name: type cpu from its sample types"
+curl -s -o "$T_TMP/s.pb.gz" "$PROFD_URL/api/0/profiles/$M_ID"
 check "... stored byte for byte" cmp -s "$f" "$T_TMP/s.pb.gz"
 is "$(gopprof -raw "$T_TMP/s.pb.gz" 2>/dev/null | sed -n 's/^Period: //p')" "$(gopprof -raw "$f" 2>/dev/null | sed -n 's/^Period: //p')" "... its own period wins over sampleRate=17"
 gzip -dc "$C/node/datadog/wall_01.pb.gz" > "$T_TMP/raw.pb"
 ingest 'name=nodesvc&format=pprof' --data-binary "@$T_TMP/raw.pb"
-is "$HTTP_CODE/$(last nodesvc | jq -r .type)" 200/other "a raw (not gzipped) Node wall profile: type other"
+last nodesvc
+is "$HTTP_CODE/$M_TYPE" 200/other "a raw (not gzipped) Node wall profile: type other"
 ingest 'name=nodesvc&format=pprof' --data-binary "@$C/node/google/heap_01.pb.gz"
-is "$HTTP_CODE/$(last nodesvc | jq -r .type)" 200/heap "a Node heap profile (objects, space): heap"
+last nodesvc
+is "$HTTP_CODE/$M_TYPE" 200/heap "a Node heap profile (objects, space): heap"
 ingest 'name=gosvc.alloc_objects&format=pprof' --data-binary "@$C/go/allocheavy/$(ls "$C/go/allocheavy" | head -n 1)"
-is "$HTTP_CODE/$(last gosvc | jq -r .type)" 200/heap "APP.alloc_objects with a pprof: heap"
+last gosvc
+is "$HTTP_CODE/$M_TYPE" 200/heap "APP.alloc_objects with a pprof: heap"
 
 # multipart/form-data, as the Go, Python and Ruby SDKs post it.
 printf '{"alloc_space":{"units":"bytes","aggregation":"sum"}}' > "$T_TMP/stc.json"
 ingest 'name=gosvc.cpu%7Bpod%3Db%7D&from=1764000000&until=1764000010' -F "profile=@$f;filename=profile.pprof" -F "sample_type_config=@$T_TMP/stc.json"
-m=$(last gosvc)
-is "$HTTP_CODE/$(jq -r .type <<<"$m")/$(labels "$m")" 200/cpu/pod=b "multipart, part profile: 200"
-curl -s -o "$T_TMP/s.pb.gz" "$PROFD_URL/api/0/profiles/$(jq -r .id <<<"$m")"
+last gosvc
+is "$HTTP_CODE/$M_TYPE/$M_LABELS" 200/cpu/pod=b "multipart, part profile: 200"
+curl -s -o "$T_TMP/s.pb.gz" "$PROFD_URL/api/0/profiles/$M_ID"
 check "... the part stored byte for byte" cmp -s "$f" "$T_TMP/s.pb.gz"
 ingest 'name=gosvc.cpu&format=pprof' -F "profile=@$f"
 is "$HTTP_CODE" 200 "multipart with format=pprof"
@@ -118,19 +131,22 @@ printf '{"contentions":{"display-name":"block_count","units":"lock_samples"},"de
 printf '{"contentions":{"display-name":"mutex_count","units":"lock_samples"},"delay":{"display-name":"mutex_duration","units":"lock_nanoseconds"}}' > "$T_TMP/mutex.json"
 ingest 'name=goapp%7B__session_id__%3Dabc%7D&from=1764000000000000000&until=1764000010000000000&spyName=gospy&sampleRate=0&units=&aggregationType=' \
     -F "profile=@$B/block_A_01.pb.gz;filename=profile.pprof" -F "sample_type_config=@$T_TMP/block.json;filename=sample_type_config.json"
-is "$HTTP_CODE/$(last goapp | jq -r .type)" 200/block "a bare name, block_count in sample_type_config: block (empty units, sampleRate=0 as the Go SDK sends)"
+last goapp
+is "$HTTP_CODE/$M_TYPE" 200/block "a bare name, block_count in sample_type_config: block (empty units, sampleRate=0 as the Go SDK sends)"
 ingest 'name=goapp&from=1764000000000000000&spyName=gospy' \
     -F "profile=@$B/mutex_A_01.pb.gz" -F "sample_type_config=@$T_TMP/mutex.json"
-is "$HTTP_CODE/$(last goapp | jq -r .type)" 200/mutex "... mutex_count: mutex"
-is "$(last goapp | jq -r '.labels | map(.key + "=" + .value) | join(",")')" "spy=gospy" "... labels: spy"
+last goapp
+is "$HTTP_CODE/$M_TYPE" 200/mutex "... mutex_count: mutex"
+last goapp
+is "$M_LABELS" "spy=gospy" "... labels: spy"
 # cumulative sample types with prev_profile (old SDKs): the delta, which
 # equals go tool pprof -base of the two.
 A=$C/go/allocheavy
 printf '{"alloc_objects":{"units":"objects","cumulative":true},"alloc_space":{"units":"bytes","cumulative":true},"inuse_space":{"units":"bytes","aggregation":"average"}}' > "$T_TMP/cum.json"
 ingest 'name=deltaapp&from=1764000000' -F "profile=@$A/allocs_A_02.pb.gz" -F "prev_profile=@$A/allocs_A_01.pb.gz" -F "sample_type_config=@$T_TMP/cum.json"
-m=$(last deltaapp)
-is "$HTTP_CODE/$(jq -r .type <<<"$m")" 200/heap "cumulative alloc_* with prev_profile: 200, heap"
-curl -s -o "$T_TMP/d.pb.gz" "$PROFD_URL/api/0/profiles/$(jq -r .id <<<"$m")"
+last deltaapp
+is "$HTTP_CODE/$M_TYPE" 200/heap "cumulative alloc_* with prev_profile: 200, heap"
+curl -s -o "$T_TMP/d.pb.gz" "$PROFD_URL/api/0/profiles/$M_ID"
 for i in 0 1; do
 	top "$i" "$T_TMP/d.pb.gz" > "$T_TMP/d.top"
 	top "$i" -base "$A/allocs_A_01.pb.gz" "$A/allocs_A_02.pb.gz" > "$T_TMP/b.top"
@@ -144,11 +160,12 @@ check "... inuse_space, not cumulative, as in the later profile" cmp -s "$T_TMP/
 n0=$(api "/api/0/profiles?$W&limit=100000" | jq '.body | length')
 # refused CODE WANT QUERY [CURL ARGS...]
 refused() {
-	local code=$1 want=$2 q=$3
+	local code=$1 want=$2 q=$3 err
 	shift 3
 	ingest "$q" "$@"
-	is "$HTTP_CODE" "$code" "$q: $code ($(jq -r .error <<<"$BODY" 2>/dev/null | head -c 120))"
-	check "... saying \"$want\"" grep -qF "$want" <<<"$(jq -r .error <<<"$BODY" 2>/dev/null)"
+	err=$(jq -r .error <<<"$BODY" 2>/dev/null)
+	is "$HTTP_CODE" "$code" "$q: $code ($(head -c 120 <<<"$err"))"
+	check "... saying \"$want\"" grep -qF "$want" <<<"$err"
 }
 D=(--data-binary "@$T_TMP/f.txt")
 refused 400 'name is required' 'from=1764000000' "${D[@]}"

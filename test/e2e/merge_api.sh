@@ -52,11 +52,8 @@ get() {
 # put FILE SERVICE TYPE LABELS [QUERY]: uploads; the id lands in $ID.
 ID=
 put() {
-	upload "$1" "service=$2&type=$3&labels=$4${5:+&$5}" >/dev/null
-	ID=$(printf '%s' "$BODY" | jq -r '.body.id // empty' 2>/dev/null)
-	[ "$HTTP_CODE" = 200 ] && [ -n "$ID" ] && return 0
-	diag "upload $1: $HTTP_CODE $BODY"
-	return 1
+	upload_all "service=$2&type=$3&labels=$4${5:+&$5}" "$1" || return 1
+	ID=${UPLOAD_IDS[0]}
 }
 
 # same_rows NAME A B N: A and B give the same pprof -top for indexes 0..N-1.
@@ -80,11 +77,9 @@ compare() {
 	local byid=$T_TMP/byid.pb.gz ids= f i n extra=
 	NSETS=$((NSETS + 1))
 	[ "$type" = gpercpu ] && { type=cpu; extra="created_at=$GPERF_AT"; }
-	for f in "$@"; do
-		put "$f" m "$type" "set=$set,part=in" "$extra" ||
-		    { not_ok "$name: upload"; return; }
-		ids=$ids${ids:++}$ID
-	done
+	upload_all "service=m&type=$type&labels=set=$set,part=in${extra:+&$extra}" "$@" ||
+	    { not_ok "$name: upload"; return; }
+	for ID in "${UPLOAD_IDS[@]}"; do ids=$ids${ids:++}$ID; done
 	# decoys that the query must leave out: same set, another label
 	put "$G/cpuburn/goroutine_A_01.pb.gz" m "$type" "set=$set,part=out" ||
 	    { not_ok "$name: decoy upload"; return; }
@@ -222,9 +217,7 @@ api "/api/0/profiles/$ida+$idd" >/dev/null
 is "$HTTP_CODE" 422 "different sample types by ids (cpu + heap): 422 ($BODY)"
 
 # --- clients that hang up mid-merge ---------------------------------------
-for f in $G/bigstacks/heap_[AB]_01.pb.gz $G/bigstacks/allocs_[AB]_01.pb.gz; do
-	put "$f" big heap "set=big"
-done
+upload_all "service=big&type=heap&labels=set=big" $G/bigstacks/heap_[AB]_01.pb.gz $G/bigstacks/allocs_[AB]_01.pb.gz
 BIG="/api/0/profiles/merge?service=big&type=heap&$W"
 t0=$(date +%s%N)
 get "$BIG" "$T_TMP/big.pb.gz"
@@ -250,9 +243,8 @@ PROFD_DIR=
 profd_start --workers 2 --max-merge-profiles 5 ||
     { not_ok "second profd starts"; done_testing; }
 ids=
-for f in $G/cpuburn/cpu_A_0[1-5].pb.gz $G/cpuburn/cpu_B_01.pb.gz; do
-	put "$f" lim cpu "set=lim"; ids=$ids${ids:++}$ID
-done
+upload_all "service=lim&type=cpu&labels=set=lim" $G/cpuburn/cpu_A_0[1-5].pb.gz $G/cpuburn/cpu_B_01.pb.gz
+for ID in "${UPLOAD_IDS[@]}"; do ids=$ids${ids:++}$ID; done
 api "/api/0/profiles/merge?service=lim&type=cpu&$W" >/dev/null
 is "$HTTP_CODE" 200 "a window of 6 matches merges past --max-merge-profiles 5 (window merges are not capped by it)"
 api "/api/0/profiles/merge?service=lim&type=cpu&limit=6&$W" >/dev/null
@@ -276,12 +268,10 @@ profd_stop
 PROFD_DIR=
 profd_start --workers 2 --max-merge-profiles 1 --rollup-delay 0 ||
     { not_ok "third profd starts"; done_testing; }
-bad=0
-for i in $(seq 1 101); do
-	upload "$G/cpuburn/cpu_A_01.pb.gz" "service=cap&type=cpu" >/dev/null
-	[ "$HTTP_CODE" = 200 ] || bad=$((bad + 1))
-done
-is "$bad" 0 "101 uploads"
+caps=()
+for i in $(seq 1 101); do caps+=("$G/cpuburn/cpu_A_01.pb.gz"); done
+upload_all "service=cap&type=cpu" "${caps[@]}"
+is "$(printf '%s\n' "${UPLOAD_CODES[@]}" | grep -c '^200$')" 101 "101 uploads"
 api "/api/0/profiles/merge?service=cap&type=cpu&$W" >/dev/null
 is "$HTTP_CODE" 413 "a window of 101 inputs over 100 x --max-merge-profiles 1: 413"
 check "... saying so: $BODY" grep -q 'wait for compaction' <<<"$BODY"

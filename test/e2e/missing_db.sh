@@ -27,11 +27,32 @@ upload_five() {
 	is "$n" 5 "five profiles uploaded"
 }
 
-# fake_id: a valid random id (20 characters of [0-9a-v]).
+# fake_id: sets ID to a valid random id (20 characters of [0-9a-v]).
 fake_id() {
-	local a=0123456789abcdefghijklmnopqrstuv i id=
-	for i in $(seq 1 20); do id+=${a:$((RANDOM % 32)):1}; done
-	printf '%s\n' "$id"
+	local a=0123456789abcdefghijklmnopqrstuv i
+	ID=
+	for ((i = 0; i < 20; i++)); do ID+=${a:$((RANDOM % 32)):1}; done
+}
+
+# add_fakes N SRC: N new orphans under $PROFD_DIR/blobs/xx/ID, copies of
+# blob SRC (one tee writes them all), listed as xx/ID in $T_TMP/fakes.
+add_fakes() {
+	local n=0 paths=() dirs=()
+	declare -A seen=()
+	: > "$T_TMP/fakes"
+	while [ "$n" -lt "$1" ]; do
+		fake_id
+		[ -e "$PROFD_DIR/blobs/${ID:0:2}/$ID" ] && continue
+		[ -n "${seen[$ID]:-}" ] && continue
+		seen[$ID]=1
+		dirs+=("$PROFD_DIR/blobs/${ID:0:2}")
+		paths+=("$PROFD_DIR/blobs/${ID:0:2}/$ID")
+		echo "${ID:0:2}/$ID" >> "$T_TMP/fakes"
+		n=$((n + 1))
+	done
+	mkdir -p "${dirs[@]}"
+	tee "${paths[@]}" < "$2" > /dev/null
+	chmod --reference="$2" "${paths[@]}"
 }
 
 # run_profd LOG [ARGS...]: starts profd in the foreground for at most 10 s
@@ -75,16 +96,7 @@ profd_start || { not_ok "profd starts"; done_testing; }
 upload_five
 profd_stop
 src=$(find "$PROFD_DIR/blobs" -mindepth 2 -type f | head -n 1)
-: > "$T_TMP/fakes"
-n=0
-while [ "$n" -lt "$FAKES" ]; do
-	id=$(fake_id)
-	[ -e "$PROFD_DIR/blobs/${id:0:2}/$id" ] && continue
-	mkdir -p "$PROFD_DIR/blobs/${id:0:2}"
-	cp "$src" "$PROFD_DIR/blobs/${id:0:2}/$id"
-	echo "${id:0:2}/$id" >> "$T_TMP/fakes"
-	n=$((n + 1))
-done
+add_fakes "$FAKES" "$src"
 is "$(count_files "$PROFD_DIR/blobs")" $((FAKES + 5)) "$FAKES fake orphans added"
 profd_start || { not_ok "profd starts with many orphans"; done_testing; }
 ok "profd starts with many orphans"
@@ -101,11 +113,7 @@ check "the move is logged with the count and the place" \
     grep -q "moved $FAKES .*$PROFD_DIR/orphans" "$PROFD_LOG"
 
 # --- 3. a few orphans (a crash) are still removed ----------------------------
-for i in 1 2 3; do
-	id=$(fake_id)
-	mkdir -p "$PROFD_DIR/blobs/${id:0:2}"
-	cp "$src" "$PROFD_DIR/blobs/${id:0:2}/$id"
-done
+add_fakes 3 "$src"
 profd_start || { not_ok "profd starts"; done_testing; }
 profd_stop
 is "$(count_files "$PROFD_DIR/blobs")" 5 "three crash orphans removed"
@@ -115,11 +123,7 @@ is "$(count_files "$PROFD_DIR/orphans")" "$FAKES" "orphans/ untouched"
 PROFD_DIR=$T_TMP/d4
 profd_start || { not_ok "profd starts"; done_testing; }
 profd_stop
-for i in 1 2; do
-	id=$(fake_id)
-	mkdir -p "$PROFD_DIR/blobs/${id:0:2}"
-	cp "$src" "$PROFD_DIR/blobs/${id:0:2}/$id"
-done
+add_fakes 2 "$src"
 profd_start || { not_ok "profd starts beside an empty meta.db"; done_testing; }
 profd_stop
 is "$(count_files "$PROFD_DIR/orphans")" 2 "blobs beside an empty meta.db moved aside"

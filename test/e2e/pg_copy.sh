@@ -16,21 +16,36 @@ pg_start && URI=$(pg_db copydst) || { not_ok "PostgreSQL starts"; done_testing; 
 # The source: every good corpus profile, three labels each.
 profd_start --workers 2 || { not_ok "profd starts"; done_testing; }
 SRC=$PROFD_DIR
-n=0
+# (one curl for all the uploads, one for all the reads: test/lib/e2e.sh,
+# batch_run)
+files=() k=0
+: > "$T_TMP/up.cfg"
 while IFS=$'\t' read -r file _ type _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ raw; do
 	[ "$raw" = ok ] || continue
 	case $type in allocs) type=heap ;; wall) type=other ;; esac
 	case $type in cpu|heap|block|mutex|goroutine|threadcreate|other) ;; *) continue ;; esac
-	upload "$PROFD_CORPUS/$file" "service=copy-$type&type=$type&labels=n=$n,host=h$((n % 7)),zone=z$((n % 3))" >/dev/null
-	[ "$HTTP_CODE" = 200 ] || continue
-	# the bytes the embedded store holds (a legacy gperftools file is
-	# stored converted)
-	id=$(echo "$BODY" | jq -r .body.id)
-	curl -s -o "$T_TMP/held.$n" "$PROFD_URL/api/0/profiles/$id"
-	printf '%s\t%s\n' "$id" "$T_TMP/held.$n" >> "$T_TMP/files"
-	case $file in *.prof) ;; *) cmp -s "$T_TMP/held.$n" "$PROFD_CORPUS/$file" || echo "$file" >> "$T_TMP/changed" ;; esac
-	n=$((n + 1))
+	batch_upload "$T_TMP/up.cfg" "$T_TMP/up.$k" "$PROFD_CORPUS/$file" \
+	    "service=copy-$type&type=$type&labels=n=$k,host=h$((k % 7)),zone=z$((k % 3))"
+	files+=("$file") k=$((k + 1))
 done < <(tail -n +2 "$PROFD_CORPUS/MANIFEST.tsv")
+mapfile -t codes < <(batch_run "$T_TMP/up.cfg")
+replies=()
+for k in "${!files[@]}"; do replies+=("$T_TMP/up.$k"); done
+mapfile -t ids < <(jq_each '.body.id? // ""' "${replies[@]}")
+held=() heldids=()
+for k in "${!files[@]}"; do
+	[ "${codes[k]:-}" = 200 ] || continue
+	held+=("$k") heldids+=("${ids[k]}")
+done
+n=${#held[@]}
+# the bytes the embedded store holds (a legacy gperftools file is stored
+# converted)
+download_all "$T_TMP/held" "${heldids[@]}"
+for i in "${!held[@]}"; do
+	k=${held[i]}
+	printf '%s\t%s\n' "${ids[k]}" "$T_TMP/held/$i" >> "$T_TMP/files"
+	case ${files[k]} in *.prof) ;; *) cmp -s "$T_TMP/held/$i" "$PROFD_CORPUS/${files[k]}" || echo "${files[k]}" >> "$T_TMP/changed" ;; esac
+done
 check "$n corpus profiles in the embedded store" [ "$n" -ge 100 ]
 is "$(cat "$T_TMP/changed" 2>/dev/null | wc -l)" 0 "... each pprof held as uploaded, byte for byte"
 # snapshot: every profile of every service, "id service type time size labels".
@@ -73,10 +88,11 @@ snapshot > "$T_TMP/pg.list"
 is "$(diff "$T_TMP/src.list" "$T_TMP/pg.list" | wc -l)" 0 "the collector on PostgreSQL lists the same profiles (ids, times, sizes, labels)"
 # same_bytes: how many profiles do not read back as the source held them.
 same_bytes() {
-	local id f bad=0
+	local id f bad=0 k=0
+	download_all "$T_TMP/a" $(cut -f1 "$T_TMP/files")
 	while IFS=$'\t' read -r id f; do
-		curl -s -o "$T_TMP/a" "$PROFD_URL/api/0/profiles/$id"
-		cmp -s "$T_TMP/a" "$f" || bad=$((bad + 1))
+		cmp -s "$T_TMP/a/$k" "$f" || bad=$((bad + 1))
+		k=$((k + 1))
 	done < "$T_TMP/files"
 	echo "$bad"
 }

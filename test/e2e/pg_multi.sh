@@ -103,28 +103,12 @@ done
 ok "nginx balances round-robin over the three"
 
 STOP=$T_TMP/stop
-# uploader N: uploads through nginx until $STOP exists; records
-# "id<TAB>file" for every 200 and every status code.
-uploader() {
-	local u=$1 i=$1 f code out=$T_TMP/reply.$1 id
-	: > "$T_TMP/ok.$u"
-	: > "$T_TMP/codes.$u"
-	while [ ! -e "$STOP" ]; do
-		f=${files[$((i % ${#files[@]}))]}
-		i=$((i + 1))
-		code=$(curl -s -m 20 -o "$out" -w '%{http_code}' \
-		    --data-binary "@$f" \
-		    "$LBURL/api/0/profiles?service=multi&type=cpu&labels=uploader=$u,n=$i" 2>/dev/null)
-		echo "$code" >> "$T_TMP/codes.$u"
-		if [ "$code" = 200 ]; then
-			id=$(jq -r .body.id < "$out")
-			printf '%s\t%s\n' "$id" "$f" >> "$T_TMP/ok.$u"
-		else
-			sleep 0.05
-		fi
-	done
-}
-for u in 1 2 3 4; do uploader "$u" & done
+# the uploaders: through nginx until $STOP exists (stream_uploader: ten
+# uploads a curl, at most 10 a second each)
+echo "$LBURL" > "$T_TMP/lburl"
+for u in 1 2 3 4; do
+	stream_uploader "$u" "$T_TMP/lburl" "$STOP" "service=multi&type=cpu" "${files[@]}" &
+done
 upids=$(jobs -p)
 restarts=0
 for round in 1 2; do
@@ -142,12 +126,13 @@ for p in $upids; do
 done
 is "$restarts" 2 "collector 2 killed with SIGKILL and restarted twice during the uploads"
 
-cat "$T_TMP"/ok.* > "$T_TMP/ok"
+stream_acked "$T_TMP"/replies.* > "$T_TMP/ok"
+cut -f2 "$T_TMP"/replies.* > "$T_TMP/codes"
 acked=$(wc -l < "$T_TMP/ok")
-attempts=$(cat "$T_TMP"/codes.* | wc -l)
-diag "$attempts upload attempts, $acked got 200; other codes: $(cat "$T_TMP"/codes.* | grep -v '^200$' | sort | uniq -c | tr '\n' ' ')"
+attempts=$(wc -l < "$T_TMP/codes")
+diag "$attempts upload attempts, $acked got 200; other codes: $(grep -v '^200$' "$T_TMP/codes" | sort | uniq -c | tr '\n' ' ')"
 check "uploads went through nginx ($acked)" [ "$acked" -ge 30 ]
-is "$(cat "$T_TMP"/codes.* | grep -c '^500$')" 0 "no upload got a 500"
+is "$(grep -c '^500$' "$T_TMP/codes")" 0 "no upload got a 500"
 is "$(cut -f1 "$T_TMP/ok" | sort | uniq -d | wc -l)" 0 "no id was handed out twice"
 cut -f1 "$T_TMP/ok" | sort > "$T_TMP/acked"
 
@@ -159,10 +144,12 @@ for k in 1 2 3; do
 	is "$(comm -23 "$T_TMP/acked" "$T_TMP/listed.$k" | wc -l)" 0 \
 	    "collector $k lists every acknowledged upload"
 	is "$(wc -l < "$T_TMP/listed.$k")" "$total" "collector $k lists every stored row ($total)"
-	bad=0
+	# (read back by one curl)
+	PROFD_URL=$url download_all "$T_TMP/down" $(cut -f1 "$T_TMP/ok")
+	bad=0 n=0
 	while IFS=$'\t' read -r id f; do
-		curl -s -o "$T_TMP/down" "$url/api/0/profiles/$id"
-		cmp -s "$T_TMP/down" "$f" || { bad=$((bad + 1)); [ $bad -le 3 ] && diag "differs via $k: $id ($f)"; }
+		cmp -s "$T_TMP/down/$n" "$f" || { bad=$((bad + 1)); [ $bad -le 3 ] && diag "differs via $k: $id ($f)"; }
+		n=$((n + 1))
 	done < "$T_TMP/ok"
 	is "$bad" 0 "every acknowledged upload reads back byte-identical through collector $k"
 	code=$(curl -s -D "$T_TMP/h.$k" -o "$T_TMP/m.$k" -w '%{http_code}' \

@@ -25,7 +25,8 @@ R=(-H 'Authorization: Bearer reader-0123456789')
 # list TYPE: the stored profiles of nodeapp of TYPE, as JSON lines.
 list() { curl -s "${R[@]}" "$PROFD_URL/api/0/profiles?service=nodeapp&type=$1&$W&limit=1000" | jq -c '.body[]'; }
 
-PROFD_URL=$PROFD_URL PROFD_TOKEN=reader-0123456789 PUSH_SECONDS=3 DEBUG=pyroscope \
+# (a second's push: the SDK sends its window when it stops)
+PROFD_URL=$PROFD_URL PROFD_TOKEN=reader-0123456789 PUSH_SECONDS=1 DEBUG=pyroscope \
     node "$SDK/push.js" > "$T_TMP/push0.log" 2>&1
 is "$?" 0 "the SDK runs with a read-only token"
 check "... refused with 403" grep -q 'HTTP 403' "$T_TMP/push0.log"
@@ -38,13 +39,15 @@ PROFD_URL=$PROFD_URL PROFD_TOKEN=writer-0123456789 PUSH_SECONDS=7 DEBUG=pyroscop
     node "$SDK/push.js" > "$T_TMP/push.log" 2>&1
 is "$?" 0 "the SDK pushes for 7 s and stops"
 is "$(grep -c 'rejected\|Error sending' "$T_TMP/push.log")" 0 "... no upload refused"
-nw=$(list other | wc -l)
-nh=$(list heap | wc -l)
+list other > "$T_TMP/other"
+list heap > "$T_TMP/heap"
+nw=$(wc -l < "$T_TMP/other")
+nh=$(wc -l < "$T_TMP/heap")
 check "wall profiles are stored as type other ($nw)" [ "$nw" -ge 3 ]
 check "heap profiles as type heap ($nh)" [ "$nh" -ge 2 ]
-w1=$(list other | head -n 1)
+w1=$(head -n 1 "$T_TMP/other")
 is "$(jq -c .sample_types <<<"$w1")" '["samples/count","wall/nanoseconds"]' "... wall: samples and wall time"
-is "$(list heap | head -n 1 | jq -c .sample_types)" '["inuse_objects/count","inuse_space/bytes"]' "... heap: in-use objects and space"
+is "$(head -n 1 "$T_TMP/heap" | jq -c .sample_types)" '["inuse_objects/count","inuse_space/bytes"]' "... heap: in-use objects and space"
 labels=$(jq -r '.labels | map(.key + "=" + .value) | join(",")' <<<"$w1")
 check "the SDK's tags are labels ($labels)" grep -q 'env=test.*region=eu-west' <<<"$labels"
 check "... with spy=nodespy and the runtime" grep -q 'process.runtime.name=nodejs.*spy=nodespy' <<<"$labels"
@@ -55,7 +58,7 @@ is "$n" "$nw" "a label query finds them all"
 
 # Every wall profile reads in go tool pprof; profd's merge equals pprof's.
 i=0
-for id in $(list other | jq -r .id); do
+for id in $(jq -r .id "$T_TMP/other"); do
 	i=$((i + 1))
 	curl -s "${R[@]}" -o "$T_TMP/w.$i.pb.gz" "$PROFD_URL/api/0/profiles/$id"
 done

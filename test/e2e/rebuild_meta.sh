@@ -206,28 +206,27 @@ profd_stop
 
 # --- 5. kill -9 during uploads, then rebuild ---------------------------------
 PROFD_DIR=$T_TMP/d5
-STOP=$T_TMP/stop5
 profd_start --retention 7d --workers 2 || { not_ok "profd starts"; done_testing; }
-# uploader N: uploads until $STOP; records the id of every 200.
+# uploader N: uploads in turn, at most 10 a second (as fast as a curl
+# and a jq each went), by one curl that stops at the first upload
+# without a reply (the kill); its replies (stream_upload) in $T_TMP/ok5.N.
 uploader() {
-	local u=$1 i=0 out=$T_TMP/r5.$1 code f
-	: > "$T_TMP/ok5.$u"
-	while [ ! -e "$STOP" ]; do
-		i=$((i + 1))
+	local u=$1 i f cfg=$T_TMP/up5.$1.cfg
+	: > "$cfg"
+	for ((i = 1; i <= 100; i++)); do
 		f=${UPLOADS[$((i % ${#UPLOADS[@]}))]}
-		code=$(curl -s -m 5 -o "$out" -w '%{http_code}' --data-binary "@$T_TMP/${f%% *}" \
-		    "$PROFD_URL/api/0/profiles?service=k9&type=other&labels=u=$u,i=$i" 2>/dev/null)
-		[ "$code" = 200 ] && printf '%s\t%s\n' "$(jq -r .body.id < "$out")" "${f%% *}" >> "$T_TMP/ok5.$u"
+		stream_upload "$cfg" "$PROFD_URL" "service=k9&type=other&labels=u=$u,i=$i" "$T_TMP/${f%% *}"
 	done
+	curl -s --fail-early --rate 10/s -K "$cfg" > "$T_TMP/ok5.$u" 2>/dev/null
 }
 for u in 1 2 3; do uploader "$u" & done
 sleep 1.5
 kill -KILL "$PROFD_PID"
 wait "$PROFD_PID" 2>/dev/null
 PROFD_PID=
-touch "$STOP"
 wait
-cat "$T_TMP"/ok5.* > "$T_TMP/ok5"
+# "id<TAB>name" of every 200
+stream_acked "$T_TMP"/ok5.* | sed 's|\t.*/|\t|' > "$T_TMP/ok5"
 acked=$(wc -l < "$T_TMP/ok5")
 check "uploads were acknowledged before the kill ($acked)" [ "$acked" -ge 5 ]
 rm -f "$PROFD_DIR"/meta.db*

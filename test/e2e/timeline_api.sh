@@ -41,15 +41,37 @@ ptotal() {
 	top "$@" | sed -n 's/^total \([0-9]*\).*/\1/p'
 }
 
-# tl QUERY: the timeline's "total profiles sum-of-points" (or the code).
+# tls QUERY...: the timeline's "total profiles sum-of-points" (or the
+# code) of each QUERY, a line each (one curl, one jq: api_each); the
+# replies stay in $T_TMP/each.N.
+tls() {
+	local code line
+	while IFS=$'\t' read -r code line; do
+		if [ "$code" = 200 ]; then
+			echo "${line%%$'\037'*}"
+		else
+			echo "HTTP $code ${line#*$'\037'}"
+		fi
+	done < <(api_each '"\(.body.total) \(.body.profiles) \([(.body.points // [])[][1]] | add // 0)\u001f\(.error)"' \
+	    "header = \"${R[1]}\"" /api/0/timeline? "$@")
+}
+# tl QUERY: tls of one QUERY; its reply in $T_TMP/tl.json.
 tl() {
-	api "/api/0/timeline?$1" "${R[@]}" >"$T_TMP/tl.json"
-	if [ "$HTTP_CODE" != 200 ]; then
-		echo "HTTP $HTTP_CODE $(jq -r .error "$T_TMP/tl.json")"
-		return
-	fi
-	jq -r '"\(.body.total) \(.body.profiles) \([.body.points[][1]] | add // 0)"' \
-	    "$T_TMP/tl.json"
+	tls "$1"
+	mv -f "$T_TMP/each.0" "$T_TMP/tl.json"
+}
+
+# The three windows: long (automatic step), three days in minutes, a day
+# in 9-second buckets.
+WINDOWS=("$WIN" "from=2026-11-21T00:00:00Z&to=2026-11-24T00:00:00Z&step=60"
+    "from=2026-11-22T00:00:00Z&to=2026-11-23T00:00:00Z&step=9")
+# in_windows QUERY...: tls of each QUERY in each window, QUERY by QUERY.
+in_windows() {
+	local q w qs=()
+	for q in "$@"; do
+		for w in "${WINDOWS[@]}"; do qs+=("$q&$w"); done
+	done
+	tls "${qs[@]}"
 }
 
 # check_kind LABEL SERVICE TYPE FILE...: every sample type, three windows.
@@ -57,11 +79,11 @@ check_kind() {
 	local label=$1 svc=$2 type=$3 i=0 name want q
 	shift 3
 	for name in $(names_of "$1"); do
-		want="$(ptotal "$i" "$@") $# $(ptotal "$i" "$@")"
-		for q in "$WIN" "from=2026-11-21T00:00:00Z&to=2026-11-24T00:00:00Z&step=60" \
-		    "from=2026-11-22T00:00:00Z&to=2026-11-23T00:00:00Z&step=9"; do
-			is "$(tl "service=$svc&type=$type&sample_type=$name&$q")" \
-			    "$want" "$label $name, ${q##*&}: total = pprof's, points sum to it"
+		want=$(ptotal "$i" "$@")
+		want="$want $# $want"
+		mapfile -t got < <(in_windows "service=$svc&type=$type&sample_type=$name")
+		for q in 0 1 2; do
+			is "${got[q]}" "$want" "$label $name, ${WINDOWS[q]##*&}: total = pprof's, points sum to it"
 		done
 		i=$((i + 1))
 	done
@@ -108,16 +130,16 @@ is "$(jq -r .body.total "$T_TMP/tl.json")" "$(echo "$BODY" | jq -r .body.total)"
     "allocs: timeline total = flame graph total (default sample type)"
 
 # Label pairs: one (minute rows) and two (profile rows), three windows.
-for q in "$WIN" "from=2026-11-21T00:00:00Z&to=2026-11-24T00:00:00Z&step=60" \
-    "from=2026-11-22T00:00:00Z&to=2026-11-23T00:00:00Z&step=9"; do
-	is "$(tl "service=cpuburn&type=cpu&labels=build=B&$q")" \
-	    "$(ptotal 1 "${B[@]}") ${#B[@]} $(ptotal 1 "${B[@]}")" "labels build=B, ${q##*&}"
-	is "$(tl "service=cpuburn&type=cpu&labels=host=h1&$q")" \
-	    "$(ptotal 1 "${H1[@]}") ${#H1[@]} $(ptotal 1 "${H1[@]}")" "labels host=h1, ${q##*&}"
-	both=()
-	for f in "${H0[@]}"; do case $f in *cpu_A_*) both+=("$f") ;; esac; done
-	is "$(tl "service=cpuburn&type=cpu&labels=build=A,host=h0&$q")" \
-	    "$(ptotal 1 "${both[@]}") ${#both[@]} $(ptotal 1 "${both[@]}")" \
+both=()
+for f in "${H0[@]}"; do case $f in *cpu_A_*) both+=("$f") ;; esac; done
+tb=$(ptotal 1 "${B[@]}") th=$(ptotal 1 "${H1[@]}") tboth=$(ptotal 1 "${both[@]}")
+mapfile -t got < <(in_windows "service=cpuburn&type=cpu&labels=build=B" \
+    "service=cpuburn&type=cpu&labels=host=h1" "service=cpuburn&type=cpu&labels=build=A,host=h0")
+for i in 0 1 2; do
+	q=${WINDOWS[i]}
+	is "${got[i]}" "$tb ${#B[@]} $tb" "labels build=B, ${q##*&}"
+	is "${got[i + 3]}" "$th ${#H1[@]} $th" "labels host=h1, ${q##*&}"
+	is "${got[i + 6]}" "$tboth ${#both[@]} $tboth" \
 	    "labels build=A,host=h0 (${#both[@]} profiles), ${q##*&}"
 done
 is "$(tl "service=cpuburn&type=cpu&labels=host=nosuch&$WIN")" "0 0 0" \
@@ -162,15 +184,16 @@ is "$(jq '.body.points | length' "$T_TMP/tl.json")" 145 \
     "... with every bucket: a day in 10 min, and the one starting at to (inclusive)"
 is "$(tl "service=nosuch&type=cpu&$WIN")" "0 0 0" "an unknown service: total 0"
 
-# Bad parameters: 400 with the envelope.
-for q in "service=cpuburn&type=cpu&$WIN&sample_type=nope" \
+# Bad parameters: 400 with the envelope (one curl, one jq).
+badq=("service=cpuburn&type=cpu&$WIN&sample_type=nope" \
     "service=cpuburn&type=cpu&$WIN&step=0" "service=cpuburn&type=cpu&$WIN&step=-5" \
     "service=cpuburn&type=cpu&$WIN&step=x" "service=cpuburn&type=cpu&$WIN&step=1" \
     "service=cpuburn&type=cpu&$WIN&step=99999999999" \
     "type=cpu&$WIN" "service=cpuburn&$WIN" "ids=nope" "ids=%2B%2B" \
-    "service=cpuburn&type=cpu&from=bogus"; do
-	api "/api/0/timeline?$q" "${R[@]}" >/dev/null
-	is "$HTTP_CODE $(echo "$BODY" | jq -r .code)" "400 400" "timeline?$q: 400"
+    "service=cpuburn&type=cpu&from=bogus")
+mapfile -t got < <(api_each .code "header = \"${R[1]}\"" /api/0/timeline? "${badq[@]}")
+for i in "${!badq[@]}"; do
+	is "${got[i]/$'\t'/ }" "400 400" "timeline?${badq[i]}: 400"
 done
 api "/api/0/timeline?ids=0000000000000000000v" "${R[@]}" >/dev/null
 is "$HTTP_CODE" 404 "ids of no stored profile: 404"

@@ -186,6 +186,157 @@ upload() {
 	    -H 'Content-Type: application/octet-stream' "$@"
 }
 
+# Many requests in one curl process (a curl costs about as much CPU to
+# start as the daemon takes to store a small profile): batch_add and
+# batch_upload add a request to a curl config file, batch_run sends them
+# all, one after another on a kept-alive connection, and prints each
+# one's status code on a line, in order. For tests that only need the
+# replies; several clients at once are still several batch_runs.
+# batch_add CFG OUT PATH [CONFIG LINE...]: a request for PATH, its reply
+# body to go to file OUT.
+batch_add() {
+	local cfg=$1 out=$2 path=$3 line
+	shift 3
+	{
+		[ -s "$cfg" ] && echo next
+		printf 'url = "%s%s"\noutput = "%s"\nwrite-out = "%%{http_code}\\n"\n' \
+		    "$PROFD_URL" "$path" "$out"
+		for line in "$@"; do printf '%s\n' "$line"; done
+	} >> "$cfg"
+}
+# batch_upload CFG OUT FILE QUERY: an upload of FILE, as upload does.
+batch_upload() {
+	batch_add "$1" "$2" "/api/0/profiles?$4" "data-binary = \"@$3\"" \
+	    'header = "Content-Type: application/octet-stream"'
+}
+# batch_run CFG: sends CFG's requests; one status code a line.
+batch_run() { curl -s -K "$1"; }
+
+# download_all DIR ID...: GET /api/0/profiles/ID for each ID, all in one
+# curl, into DIR/0, DIR/1, ... (DIR made anew).
+download_all() {
+	local dir=$1 id n=0
+	shift
+	rm -rf "$dir" "$dir.cfg"
+	mkdir -p "$dir" || return 1
+	for id in "$@"; do
+		batch_add "$dir.cfg" "$dir/$n" "/api/0/profiles/$id"
+		n=$((n + 1))
+	done
+	[ $# -eq 0 ] || batch_run "$dir.cfg" > /dev/null
+}
+
+# jq_each FILTER FILE...: one jq for many JSON replies: FILTER applied to
+# each FILE's JSON (to null where a FILE holds none), raw output; FILTER
+# must give one line per reply, so that line N is FILE N's.
+jq_each() {
+	local filter=$1 f b
+	shift
+	for f in "$@"; do
+		b=
+		[ -f "$f" ] && IFS= read -r -d '' b < "$f"
+		printf '%s\n' "${b//$'\n'/ }"
+	done | jq -R -r "try fromjson catch null | $filter"
+}
+
+# api_each FILTER CONFIG PREFIX QUERY...: a GET of PREFIX QUERY for each
+# QUERY, all in one curl (CONFIG: a curl config line for each, such as a
+# header, or ''), each reply through jq FILTER, all in one jq (jq_each);
+# prints "STATUS<TAB>FILTER's line" a request, in order. The replies stay
+# in $T_TMP/each.N, N from 0.
+api_each() {
+	local filter=$1 line=$2 prefix=$3 q i=0 files=() codes out
+	shift 3
+	rm -f "$T_TMP"/each.*
+	for q in "$@"; do
+		batch_add "$T_TMP/each.cfg" "$T_TMP/each.$i" "$prefix$q" ${line:+"$line"}
+		files+=("$T_TMP/each.$i") i=$((i + 1))
+	done
+	[ $# -gt 0 ] || return 0
+	mapfile -t codes < <(batch_run "$T_TMP/each.cfg")
+	mapfile -t out < <(jq_each "$filter" "${files[@]}")
+	for i in "${!files[@]}"; do
+		printf '%s\t%s\n' "${codes[i]:-}" "${out[i]:-}"
+	done
+}
+
+# Uploaders that keep one stream of replies (crash tests: one curl sends
+# many uploads, and gives up at the first without a reply, with
+# --fail-early). stream_upload CFG URL QUERY FILE: adds to curl config CFG
+# an upload of FILE to URL/api/0/profiles?QUERY whose reply goes to curl's
+# output, then "<TAB>STATUS<TAB>FILE" and a newline.
+stream_upload() {
+	{
+		[ -s "$1" ] && echo next
+		printf 'url = "%s/api/0/profiles?%s"\n' "$2" "$3"
+		printf 'data-binary = "@%s"\n' "$4"
+		printf 'header = "Content-Type: application/octet-stream"\n'
+		printf 'max-time = 10\nwrite-out = "\\t%%{http_code}\\t%s\\n"\n' "$4"
+	} >> "$1"
+}
+# stream_uploader N URLFILE STOP QUERY FILE...: uploader N sends the
+# FILEs in turn (with labels=uploader=N,n=I after QUERY) to the URL that
+# file URLFILE holds (read again for each ten: a restarted server may
+# have a new one) until file STOP exists: ten at a time by one curl, at
+# most 10 a second (a curl and a jq for each upload cost more CPU than
+# the server's work on it; unpaced, one curl stores many times as many);
+# its stream of replies goes to $T_TMP/replies.N.
+stream_uploader() {
+	local u=$1 urlfile=$2 stop=$3 query=$4 i=$1 k f url cfg=$T_TMP/stream.$1.cfg
+	shift 4
+	local files=("$@")
+	: > "$T_TMP/replies.$u"
+	while [ ! -e "$stop" ]; do
+		url=
+		read -r url < "$urlfile" 2>/dev/null
+		: > "$cfg"
+		for ((k = 0; k < 10; k++)); do
+			f=${files[$((i % ${#files[@]}))]}
+			i=$((i + 1))
+			stream_upload "$cfg" "$url" "$query&labels=uploader=$u,n=$i" "$f"
+		done
+		curl -s --fail-early --rate 10/s -K "$cfg" >> "$T_TMP/replies.$u" 2>/dev/null ||
+		    sleep 0.05
+	done
+}
+# stream_acked OUT...: "id<TAB>FILE" of every upload that got a 200 in
+# the streams OUT... (the ids read by one jq).
+stream_acked() {
+	awk -F'\t' '$2 == 200' "$@" > "$T_TMP/acked.lines"
+	paste <(cut -f1 "$T_TMP/acked.lines" | jq -R -r 'try fromjson catch null | .body.id') \
+	    <(cut -f3 "$T_TMP/acked.lines")
+}
+
+# upload_all QUERY FILE... : uploads the FILEs with /api/0/profiles?QUERY,
+# one after another in one curl; their ids, in order, land in UPLOAD_IDS
+# and their status codes in UPLOAD_CODES. 0 when every one got a 200 and
+# an id, else 1 with a diag line per failure.
+UPLOAD_IDS=()
+UPLOAD_CODES=()
+upload_all() {
+	local query=$1 cfg=$T_TMP/upload_all.cfg out=$T_TMP/upload_all.reply
+	local f i=0 rc=0 replies=()
+	shift
+	UPLOAD_IDS=() UPLOAD_CODES=()
+	[ $# -gt 0 ] || return 0
+	rm -f "$cfg" "$out".*
+	for f in "$@"; do
+		batch_upload "$cfg" "$out.$i" "$f" "$query"
+		replies+=("$out.$i") i=$((i + 1))
+	done
+	mapfile -t UPLOAD_CODES < <(batch_run "$cfg")
+	mapfile -t UPLOAD_IDS < <(jq_each '.body.id? // ""' "${replies[@]}")
+	i=0
+	for f in "$@"; do
+		if [ "${UPLOAD_CODES[i]:-}" != 200 ] || [ -z "${UPLOAD_IDS[i]:-}" ]; then
+			diag "upload $f: ${UPLOAD_CODES[i]:-} $(cat "$out.$i" 2>/dev/null)"
+			rc=1
+		fi
+		i=$((i + 1))
+	done
+	return $rc
+}
+
 # profd_sanitized: true if the daemon is a sanitizer build, whose memory
 # (shadow, quarantine) is no measure of profd's own: memory bounds are
 # asserted in plain builds only.
