@@ -13,6 +13,8 @@
 # running side by side share the cache safely. pprof's stderr is not
 # kept (the tests discard it). pprof runs with GOGC=400 (unless GOGC is
 # set): a fifth less CPU for its largest merges, for twice the memory.
+# GOPPROF_INPUT, when set, is pprof's standard input (interactive
+# commands: one run answers several questions) and part of the key.
 
 : "${PROFD_PPROF_CACHE:=${top_builddir:-.}/test/pprof-cache}"
 GOPPROF_VERSION=
@@ -22,7 +24,7 @@ gopprof() {
 	for a in "$@"; do
 		case $a in
 		-*) ;;
-		*) [ -f "$a" ] || { go tool pprof "$@"; return; } ;;
+		*) [ -f "$a" ] || { gopprof_run "$@"; return; } ;;
 		esac
 	done
 	[ -n "$GOPPROF_VERSION" ] || GOPPROF_VERSION=$(go version 2>/dev/null)
@@ -30,6 +32,7 @@ gopprof() {
 	# has a temporary folder of its own)
 	key=$({
 		printf '%s\0' "$GOPPROF_VERSION"
+		[ -z "${GOPPROF_INPUT:-}" ] || printf 'stdin:%s\0' "$GOPPROF_INPUT"
 		for a in "$@"; do
 			case $a in
 			-*) printf '%s\0' "$a" ;;
@@ -44,7 +47,7 @@ gopprof() {
 		return "$(cat "$out.rc")"
 	fi
 	mkdir -p "${out%/*}" 2>/dev/null
-	GOGC=${GOGC:-400} go tool pprof "$@" > "$out.out.$$" 2>"$out.err.$$"
+	gopprof_run "$@" > "$out.out.$$" 2>"$out.err.$$"
 	rc=$?
 	# (no answer is kept when pprof could not run at all: no HOME, a
 	# signal)
@@ -58,4 +61,14 @@ gopprof() {
 	cat "$out.err.$$" >&2
 	rm -f "$out.out.$$" "$out.err.$$" "$out.rc.$$"
 	return "$rc"
+}
+
+# gopprof_run ARGS...: go tool pprof ARGS..., GOPPROF_INPUT on its stdin
+# if set (else the caller's).
+gopprof_run() {
+	if [ -n "${GOPPROF_INPUT:-}" ]; then
+		printf '%s\n' "$GOPPROF_INPUT" | GOGC=${GOGC:-400} go tool pprof "$@"
+	else
+		GOGC=${GOGC:-400} go tool pprof "$@"
+	fi
 }
