@@ -91,13 +91,13 @@ declare -a PID
 for i in $(seq 1 $N); do
 	LD_PRELOAD=$SO PROFD_SERVICE=fleet PROFD_COLLECTOR=$PROFD_URL \
 	    PROFD_WINDOW=2 PROFD_PERIOD=10 PROFD_VERBOSE=1 \
-	    "$HOTAPP" -s $DUR -d 4 >/dev/null 2>"$T_TMP/a$i.err" &
+	    "$HOTAPP" -s $DUR -d 1 >/dev/null 2>"$T_TMP/a$i.err" &
 	PID[$i]=$!
 done
 for i in 1 2; do
 	LD_PRELOAD=$SO PROFD_SERVICE=yardstick PROFD_COLLECTOR=$PROFD_URL \
 	    PROFD_WINDOW=2 PROFD_PERIOD=10 PROFD_PACING=off PROFD_VERBOSE=1 \
-	    "$HOTAPP" -s $DUR -d 4 >/dev/null 2>"$T_TMP/y$i.err" &
+	    "$HOTAPP" -s $DUR -d 1 >/dev/null 2>"$T_TMP/y$i.err" &
 	PID[$((N + i))]=$!
 done
 
