@@ -63,6 +63,14 @@ list() {
 }
 # newest SERVICE LABELS: the id of the newest profile of list.
 newest() { list "$1" "$2" | jq -r '.[0].id // empty'; }
+# newest_after SERVICE LABELS UNIX: the newest profile of a window that
+# began in a later second than UNIX (seconds, with a fraction); else the
+# newest.
+newest_after() {
+	list "$1" "$2" | jq -r --argjson t "$3" \
+	    '(map(select(.created_at | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601 > $t)) +
+	      .)[0].id // empty'
+}
 # top SELECTION SAMPLE_TYPE: /api/0/top's body (rows in bytes or counts).
 top() {
 	curl -s "$PROFD_URL/api/0/top?$1&sample_type=$2&limit=100000" | jq -c '.body // {}'
@@ -174,10 +182,13 @@ LDEF=$!
 # Python: 50,000 str of 1,000 ASCII characters (1,049 bytes each:
 # sys.getsizeof, CPython 3.11's compact header is 48 bytes, then the
 # characters and a NUL), made by concatenation (no realloc
-# on the way), kept by the parent; a fork child keeps 20,000 more. Both
-# sleep through two 1-second windows. PROFD_EXIT_TIMEOUT=0: the exit
-# window (after the interpreter freed everything) is not sent, so the
-# newest profile is one taken while the strings are alive.
+# on the way), kept by the parent; a fork child keeps 20,000 more. Each
+# prints the time its strings were all made, and sleeps through at least
+# three 1-second windows after it; the checks read the newest profile of
+# a window that began after that time (on a loaded machine a window may
+# close before the strings are made, and the upload of the next may still
+# be under way at exit). PROFD_EXIT_TIMEOUT=0: the exit window (after the
+# interpreter freed everything) is not sent.
 cat >"$T_TMP/keep.py" <<'EOF'
 import os, sys, time
 
@@ -189,18 +200,19 @@ kept = keep_strings(50000)
 pid = os.fork()
 if pid == 0:
     more = keep_strings(20000)
-    print("child", os.getpid(), flush=True)
-    time.sleep(2.5)
+    print("child", os.getpid(), "%.3f" % time.time(), flush=True)
+    time.sleep(4)
     sys.exit(0)
-print("parent", os.getpid(), len(kept), sum(map(len, kept)), flush=True)
-time.sleep(2.5)
+print("parent", os.getpid(), len(kept), sum(map(len, kept)), "%.3f" % time.time(),
+      flush=True)
+time.sleep(4)
 os.waitpid(pid, 0)
 EOF
 PYPID=
 if [ -x "$PY" ]; then
 	timeout -k 5 60 env LD_PRELOAD="$HEAP" PROFD_SERVICE=heap-python \
 	    PROFD_COLLECTOR="$PROFD_URL" PROFD_EXIT_TIMEOUT=0 PROFD_WINDOW=1 \
-	    PROFD_PERIOD=1 PROFD_HEAP_RATE=64k PYTHONMALLOC=malloc \
+	    PROFD_PERIOD=1 PROFD_HEAP_RATE=64k PYTHONMALLOC=malloc PROFD_VERBOSE=1 \
 	    "$PY" "$T_TMP/keep.py" >"$T_TMP/py.out" 2>"$T_TMP/py.err" &
 	PYPID=$!
 	# A loop allocating without pause for 3.5 s (the windows' seams).
@@ -504,7 +516,8 @@ if [ -n "$PYPID" ]; then
 	# child 20,000 more (20,980,000). At 64k a 1,049-byte block is
 	# sampled with p = 0.0159: the parent's estimate has a relative
 	# standard deviation of sqrt((1-p)/(N p)) = 3.5%; 4 sigma: 14%.
-	ID=$(newest heap-python "heap=inuse,pid=$ppid_")
+	ID=$(newest_after heap-python "heap=inuse,pid=$ppid_" \
+	    "$(awk '$1 == "parent" { print $5 }' "$T_TMP/py.out")")
 	t=$(top "ids=$ID" inuse_space)
 	tot=$(total "$t")
 	c=$(row "$t" PyUnicode_Concat flat)
@@ -514,7 +527,8 @@ if [ -n "$PYPID" ]; then
 	    awk -v c="$c" -v t="$tot" 'BEGIN { exit !(c >= 0.8 * t) }'
 	check "python3.11: PyUnicode_Concat's $(mb "$c") of 52.45 MB kept ($(dev "$c" 52450000), 4 sigma: 14%)" \
 	    within "$c" 52450000 14
-	CID=$(newest heap-python "heap=inuse,pid=$cpid")
+	CID=$(newest_after heap-python "heap=inuse,pid=$cpid" \
+	    "$(awk '$1 == "child" { print $3 }' "$T_TMP/py.out")")
 	check "python3.11: the fork child's profiles carry its own pid ($cpid, parent $ppid_)" \
 	    test -n "$CID" -a -n "$cpid" -a "$cpid" != "$ppid_"
 	cc=$(row "$(top "ids=$CID" inuse_space)" PyUnicode_Concat flat)
@@ -523,6 +537,14 @@ if [ -n "$PYPID" ]; then
 	# strings: 315 samples expected, 5.6% sigma; 4 sigma: 23%.
 	check "python3.11: the child keeps $(mb "$(( cc - c ))") more than the parent, of 20.98 MB ($(dev "$(( cc - c ))" 20980000), 4 sigma: 23%)" \
 	    within "$(( cc - c ))" 20980000 23
+	if ! within "$(( cc - c ))" 20980000 23; then
+		diag "py.out: $(tr '\n' ' ' <"$T_TMP/py.out")"
+		list heap-python "pid=$cpid" | jq -r '.[] | [.id, .created_at, .duration_ns, (.labels[] | select(.key == "heap") | .value)] | @tsv' |
+		    while read -r id at dur h; do
+			diag "child $h profile $id at $at for $dur ns: in use $(total "$(top "ids=$id" inuse_space)")"
+		    done
+		sed 's/^/# /' "$T_TMP/py.err"
+	fi
 fi
 
 # --- 6. window seams and output files -----------------------------------
