@@ -20,7 +20,7 @@
 GOPPROF_VERSION=
 
 gopprof() {
-	local a key out rc
+	local a key out rc lock
 	for a in "$@"; do
 		case $a in
 		-*) ;;
@@ -47,6 +47,18 @@ gopprof() {
 		return "$(cat "$out.rc")"
 	fi
 	mkdir -p "${out%/*}" 2>/dev/null
+	# A test asking the same question at the same time (rollups_api on
+	# both backends) waits for this answer: a lock per key, held while
+	# pprof runs (flock(1), util-linux; without it, both ask).
+	lock=
+	if command -v flock >/dev/null 2>&1 && exec {lock}>>"$out.lock"; then
+		flock -w 900 "$lock"
+		if [ -f "$out.rc" ] && [ -f "$out.out" ]; then
+			exec {lock}>&-
+			cat "$out.out"
+			return "$(cat "$out.rc")"
+		fi
+	fi
 	gopprof_run "$@" > "$out.out.$$" 2>"$out.err.$$"
 	rc=$?
 	# (no answer is kept when pprof could not run at all: no HOME, a
@@ -58,6 +70,7 @@ gopprof() {
 	else
 		cat "$out.out.$$"
 	fi
+	[ -z "$lock" ] || exec {lock}>&-
 	cat "$out.err.$$" >&2
 	rm -f "$out.out.$$" "$out.err.$$" "$out.rc.$$"
 	return "$rc"
