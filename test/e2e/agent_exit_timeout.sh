@@ -59,7 +59,10 @@ check "hanging collector, PROFD_EXIT_TIMEOUT=200ms: at most 0.2 + $slack s more 
     awk -v t="$t" -v b="$base" -v s="$slack" 'BEGIN { exit !(t < b + 0.2 + s) }'
 check "...the last window had samples and was sent ($(conns) connection)" \
     sh -c "grep -q 'profile 1:' '$T_TMP/err' && test $(conns) -ge 1"
-check "...and the agent gave up at the deadline" grep -q 'giving up' "$T_TMP/err"
+# (on a loaded machine the agent thread may not reach its deadline before
+# the exit's timed join does: then the exit leaves it, and says so)
+check "...and the agent gave up at the deadline, or the exit left its thread at the join's" \
+    grep -qE 'giving up|did not stop in 200 ms; leaving it' "$T_TMP/err"
 c0=$(conns)
 timed t env LD_PRELOAD="$SO" PROFD_SERVICE=exit-timeout PROFD_COLLECTOR="$URL" \
     PROFD_WINDOW=1 PROFD_PERIOD=1 PROFD_EXIT_TIMEOUT=1s \
