@@ -51,7 +51,10 @@ p=$(flat_pct load "$@")
 check "load flat share is over 80% (${p:-?}%)" test "${p:-0}" -gt 80
 check "traces show main -> busyloop -> foo1 -> bar -> load" has_chain "$@"
 raw=$(pprof -raw "$1")
-check "static functions are named (.symtab)" grep -q ' foo2 ' <<<"$raw"
+# (foo2 is in any of the profiles: on a loaded machine one window may hold
+# only a few samples, none of them in foo2)
+allraw=$(for f in "$@"; do pprof -raw "$f"; done)
+check "static functions are named (.symtab)" grep -q ' foo2 ' <<<"$allraw"
 bid=$(readelf -n "$HOTAPP" | awk '/Build ID/ { print $3 }')
 check "mapping 1 is hotapp with its GNU build id ($bid)" \
     grep -q "^1: .*/hotapp $bid" <<<"$raw"

@@ -66,14 +66,22 @@ function labelPairs(s) {
 
 /* Waits until the UI has loaded what its state asks for. */
 async function idle(page, extra) {
-	await page.waitForFunction((x) => {
-		const u = window.profdUI;
-		if (!u) return false;
-		const s = u.state();
-		if (!s.idle) return false;
-		if (x) for (const [k, v] of Object.entries(x)) if (s[k] !== v) return false;
-		return true;
-	}, extra || null, { timeout: STEP });
+	try {
+		await page.waitForFunction((x) => {
+			const u = window.profdUI;
+			if (!u) return false;
+			const s = u.state();
+			if (!s.idle) return false;
+			if (x) for (const [k, v] of Object.entries(x)) if (s[k] !== v) return false;
+			return true;
+		}, extra || null, { timeout: STEP });
+	} catch (e) {
+		/* say what the page was in, and what was waited for */
+		const s = await page.evaluate(() => window.profdUI && window.profdUI.state())
+		    .catch(() => null);
+		throw new Error(`${e.message.split('\n')[0]}; waited for ${JSON.stringify(extra || {})}` +
+		    ` in state ${JSON.stringify(s)}`);
+	}
 }
 
 /* Signs in if the page shows the token form. */
