@@ -42,10 +42,7 @@ gopprof() {
 	} | sha1sum)
 	key=${key%% *}
 	out=$PROFD_PPROF_CACHE/${key:0:2}/$key
-	if [ -f "$out.rc" ] && [ -f "$out.out" ]; then
-		cat "$out.out"
-		return "$(cat "$out.rc")"
-	fi
+	gopprof_kept "$out" && return "$GOPPROF_RC"
 	mkdir -p "${out%/*}" 2>/dev/null
 	# A test asking the same question at the same time (rollups_api on
 	# both backends) waits for this answer: a lock per key, held while
@@ -53,10 +50,9 @@ gopprof() {
 	lock=
 	if command -v flock >/dev/null 2>&1 && exec {lock}>>"$out.lock"; then
 		flock -w 900 "$lock"
-		if [ -f "$out.rc" ] && [ -f "$out.out" ]; then
+		if gopprof_kept "$out"; then
 			exec {lock}>&-
-			cat "$out.out"
-			return "$(cat "$out.rc")"
+			return "$GOPPROF_RC"
 		fi
 	fi
 	gopprof_run "$@" > "$out.out.$$" 2>"$out.err.$$"
@@ -84,4 +80,12 @@ gopprof_run() {
 	else
 		GOGC=${GOGC:-400} go tool pprof "$@"
 	fi
+}
+
+# gopprof_kept OUT: prints the kept answer OUT and leaves its exit status
+# in GOPPROF_RC; false when there is none.
+gopprof_kept() {
+	[ -f "$1.rc" ] && [ -f "$1.out" ] || return 1
+	cat "$1.out"
+	GOPPROF_RC=$(cat "$1.rc")
 }
