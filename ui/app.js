@@ -103,9 +103,36 @@ function apiQS(o) {
 	    .join('&');
 }
 
+/* How long a request waits out 503s (the collector busy: its merge cap,
+ * its queues) before the error is shown; each wait is the reply's
+ * Retry-After (1 s if it has none), at most API_BUSY_STEP_MS. */
+const API_BUSY_MS = 30000, API_BUSY_STEP_MS = 5000;
+
+/* Resolves after ms, or rejects with an AbortError when signal aborts. */
+function apiSleep(ms, signal) {
+	return new Promise((resolve, reject) => {
+		const gone = () => { clearTimeout(t); reject(new DOMException('aborted', 'AbortError')); };
+		const t = setTimeout(() => { if (signal) signal.removeEventListener('abort', gone); resolve(); }, ms);
+		if (!signal) return;
+		if (signal.aborted) gone();
+		else signal.addEventListener('abort', gone, { once: true });
+	});
+}
+
+/* Fetches /api/0/<path>?<params>; a 503 is retried as its Retry-After
+ * says, up to API_BUSY_MS; the body of any other non-2xx is thrown. */
 async function api(path, params, signal) {
 	const url = '/api/0/' + path + (params ? '?' + apiQS(params) : '');
-	const res = await fetch(url, { headers: authHeaders(), signal });
+	let res;
+	for (let waited = 0; ; ) {
+		res = await fetch(url, { headers: authHeaders(), signal });
+		if (res.status !== 503 || waited >= API_BUSY_MS) break;
+		const ra = parseFloat(res.headers.get('Retry-After'));
+		const ms = Math.min(API_BUSY_STEP_MS, Math.max(250, ra >= 0 ? ra * 1000 : 1000));
+		if (res.body) res.body.cancel().catch(() => {});
+		await apiSleep(ms + Math.random() * 250, signal);
+		waited += ms;
+	}
 	let j = null;
 	try { j = await res.json(); } catch { /* not JSON */ }
 	if (!res.ok || !j || (j.code && j.code >= 400))

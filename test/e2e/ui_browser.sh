@@ -8,7 +8,8 @@
 # highlights and shows a share, diff mode renders, a copied URL restores
 # the view (and is drawn in a new tab: its first meaningful paint is
 # printed; tools/bench/ui-paint measures it against 1 s),
-# and the merged download link is right. Screenshots are left in
+# and the merged download link is right; the collector runs with
+# --max-merges 1, so the page meets real 503s and must wait them out. Screenshots are left in
 # the test's temporary directory (UI_SCREENSHOT_DIR to keep them).
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 . "${top_srcdir:-.}/test/e2e/pprof_read.sh"
@@ -23,7 +24,11 @@ command -v node >/dev/null 2>&1 || skip_all "node not installed (tools/deps.sh -
 [ -d "$G" ] || skip_all "corpus not found at $PROFD_CORPUS"
 
 printf 'reader-0123456789 read\nwriter-0123456789 write\n' >"$T_TMP/tokens"
-profd_start --auth-file "$T_TMP/tokens" || { not_ok "profd starts"; done_testing; }
+# --max-merges 1: the page asks for its flame graph and its top table at
+# once, so the collector answers one of them 503 (Retry-After: 1) again and
+# again; the UI must wait those out, never show them (checked at the end
+# with profd_merges_refused_total).
+profd_start --auth-file "$T_TMP/tokens" --max-merges 1 || { not_ok "profd starts"; done_testing; }
 bad=0
 for b in A B; do
 	for f in $G/cpuburn/cpu_${b}_0*.pb.gz; do
@@ -62,5 +67,10 @@ is "$rc" 0 "browser test exit status"
 for s in flame diff; do
 	check "screenshot $s.png saved" test -s "$shots/$s.png"
 done
+refused=$(curl -sS -H 'Authorization: Bearer reader-0123456789' "$PROFD_URL/metrics" |
+    sed -n 's/^profd_merges_refused_total //p')
+diag "merges refused with 503 while the browser ran: $refused"
+check "the page met real 503s (--max-merges 1) and waited them out: no error shown above" \
+    test "${refused:-0}" -gt 0
 profd_stop
 done_testing
