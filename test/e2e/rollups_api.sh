@@ -49,9 +49,11 @@ make_kind() {
 	done
 }
 
-# kinds: name, profd type, files. cpu gets 20 instances every 20 minutes
+# kinds: name, profd type, files. cpu gets 20 instances every 40 minutes
 # for eight hours (so its minutes have rollups of their own: more than
-# STORE_ROLLUP_REFS, 16), the others nine every 40 minutes for four hours.
+# STORE_ROLLUP_REFS, 16; its hours alternate two slots and one, so a
+# region's hour has a rollup or only references), the others nine every
+# 40 minutes for four hours.
 KINDS=(cpu heap allocs mutex block goroutine threadcreate nodeheap nodewall)
 ptype() { case $1 in nodeheap|allocs) echo heap ;; nodewall) echo other ;; *) echo "$1" ;; esac; }
 # (one producer's node profiles: the two name their sample types apart)
@@ -65,7 +67,7 @@ files_of() {
 for k in "${KINDS[@]}"; do
 	mapfile -t fs < <(files_of "$k")
 	if [ "$k" = cpu ]; then
-		make_kind cpu 20 24 1200 "${fs[@]}" || skip_all "merge_files -R failed"
+		make_kind cpu 20 12 2400 "${fs[@]}" || skip_all "merge_files -R failed"
 	else
 		make_kind "$k" 9 6 2400 "${fs[@]}" || skip_all "merge_files -R failed"
 	fi
@@ -143,7 +145,7 @@ select_files() {
 # window KIND FROM TO LABELS [MIN_ROLLUPS]: the window's merge equals
 # pprof's of its files, holds as many profiles, and read rollups. TO is
 # inclusive (to the second): a bucket fits a window when the window
-# reaches its end, [T0 + 3600, T0 + 7200] holds the hour after T0.
+# reaches its end, [T0 + 7200, T0 + 10800] holds the third hour.
 window() {
 	local kind=$1 from=$2 to=$3 l=$4 min=${5:-1} what q inputs rollups
 	what="$kind [$((from - T0)), $((to - T0))]${l:+ $l}"
@@ -177,18 +179,18 @@ done
 # cpu: the label filters over windows of every shape.
 for l in "" "region=r1" "env=prod" "instance_id=3,region=r1" "instance_id=3,region=r0"; do
 	case $l in instance*) min=0 ;; *) min=1 ;; esac
-	window cpu $((T0 + 3600)) $((T0 + 7200)) "$l" $min
+	window cpu $((T0 + 7200)) $((T0 + 10800)) "$l" $min
 	window cpu $((T0 + 3 * 3600 + 600)) $((T0 + 5 * 3600 + 1)) "$l" $min
 	window cpu $((T0 + 4 * 3600)) $((T0 + 8 * 3600 - 1)) "$l" $min
 done
-window cpu $((T0 + 2)) $((T0 + 1200 + 5)) "" 0
-window cpu $((T0 + 2)) $((T0 + 1200 + 5)) "instance_id=3,region=r1" 0
+window cpu $((T0 + 2)) $((T0 + 2400 + 5)) "" 0
+window cpu $((T0 + 2)) $((T0 + 2400 + 5)) "instance_id=3,region=r1" 0
 window cpu "$T0" $((T0 + 1260)) "" 1
 n=$(store_sql "SELECT count(*) FROM rollups WHERE level = 2 AND service = 'roll-cpu'")
 check "cpu has day rollups ($n)" [ "$n" -gt 0 ]
 
 # --- late arrivals ------------------------------------------------------
-# Into a compacted minute (slot 3), an hour with no profile in that
+# Into a compacted minute (slot 2), an hour with no profile in that
 # minute, and a compacted day. With --rollup-delay 1h (the data is days
 # old: compaction goes on) they stay loose and count once; then, with
 # 1s, none arriving for that long heals them: their minutes are reopened
@@ -197,7 +199,7 @@ profd_stop
 profd_start --rollup-delay 1h || { not_ok "profd restarts (1h)"; done_testing; }
 mapfile -t cpufs < <(files_of cpu)
 late=0
-for off in $((3 * 1200 + 30)) $((2 * 3600 + 1500)) $((5 * 3600 + 45)) $((7 * 3600 + 3000)); do
+for off in $((2 * 2400 + 30)) $((2 * 3600 + 1500)) $((5 * 3600 + 45)) $((7 * 3600 + 3000)); do
 	t=$((T0 + off))
 	dir=$T_TMP/files/late/$off
 	mkdir -p "$dir"
@@ -216,7 +218,7 @@ is "$(store_sql "SELECT count(*) FROM profiles WHERE rolled = 0")" "$late" \
     "the $late late profiles are flagged and stay out of rollups (rolled = 0)"
 window cpu 0 4102444800 "" 1
 window cpu $((T0 + 2 * 3600)) $((T0 + 3 * 3600)) "" 1
-window cpu $((T0 + 3 * 1200)) $((T0 + 3 * 1200 + 60)) "region=r1" 0
+window cpu $((T0 + 2 * 2400)) $((T0 + 2 * 2400 + 60)) "region=r1" 0
 window cpu $((T0 + 4 * 3600)) $((T0 + 8 * 3600 - 1)) "instance_id=7" 0
 profd_stop
 profd_start --rollup-delay 1s || { not_ok "profd restarts (1s)"; done_testing; }
@@ -232,7 +234,7 @@ is "$(store_sql "SELECT count(*) FROM profiles WHERE rolled <= 0")" 0 \
 check "the log says so" grep -q "arrived late reopened" "$PROFD_LOG"
 window cpu 0 4102444800 "" 1
 window cpu $((T0 + 2 * 3600)) $((T0 + 3 * 3600)) "" 1
-window cpu $((T0 + 3 * 1200)) $((T0 + 3 * 1200 + 60)) "" 1
+window cpu $((T0 + 2 * 2400)) $((T0 + 2 * 2400 + 60)) "" 1
 window cpu $((T0 + 4 * 3600)) $((T0 + 8 * 3600 - 1)) "instance_id=7" 0
 blobs=$(store_rollup_blobs "$PROFD_DIR")
 rows=$(store_sql "SELECT count(*) FROM rollups WHERE profile IS NULL")
