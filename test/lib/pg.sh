@@ -1,10 +1,10 @@
 # A throw-away PostgreSQL for the tests (sourced by e2e.sh): pg_start makes
 # a cluster with Debian's PostgreSQL in a temporary directory (a copy of
 # one initdb made once, pg_template), run as the postgres user when the
-# tests run as root, listening only on a Unix socket in that directory; pg_db NAME creates a database and prints
-# its URI; pg_server start|stop runs pg_ctl on it (a test takes the
-# server away under profd with it); pg_stop stops the cluster and removes
-# it (e2e.sh's cleanup calls it).
+# tests run as root, listening only on a Unix socket in that directory;
+# pg_db NAME creates a database and prints its URI; pg_server start|stop
+# runs pg_ctl on it (a test takes the server away under profd with it);
+# pg_stop stops the cluster and removes it (e2e.sh's cleanup calls it).
 
 PG_DIR=
 PG_BIN=
