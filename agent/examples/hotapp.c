@@ -43,7 +43,7 @@
 #include <unistd.h>
 
 #ifdef HOTAPP_LINKED
-#include "agent/profd_agent.h"
+#include "agent/inproc/profd_agent.h"
 #endif
 
 /* Keep every function whole and uncloned, so its name is the plain one. */

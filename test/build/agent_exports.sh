@@ -2,7 +2,7 @@
 # libprofd-agent's symbols: the static archive (agent/.libs/libprofd-agent.a)
 # and the shared object (agent/.libs/libprofd-agent.so) define no global
 # symbol but the public ones, profd_agent_* and the exec wrappers of
-# agent/exec.c (what a sanitizer or the toolchain adds is not counted), and
+# agent/inproc/exec.c (what a sanitizer or the toolchain adds is not counted), and
 # both define all of those. Then a program with its own xmalloc,
 # config_check, upload_new and (as if it had its own zlib and protobuf-c)
 # deflate, crc32 and protobuf_c_message_pack links against the static
@@ -105,7 +105,7 @@ cat >"$T_TMP/clash.c" <<'CEOF'
 #include <string.h>
 #include <time.h>
 
-#include "agent/profd_agent.h"
+#include "agent/inproc/profd_agent.h"
 
 /* The program's own functions, named like the agent's internals. */
 static int clash_calls;

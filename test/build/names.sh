@@ -9,11 +9,11 @@
 #    function, so nothing the source scan misses (functions a macro
 #    defines) gets by. (File-local variables are not checked.)
 # Exceptions, by file: common/xmalloc.c (the x* allocation wrappers),
-# agent/agent.c (the public profd_agent_* beside agent_*), agent/heap.c
-# (the profd_agent_heap_* libprofd-heap calls), agent/heapwrap.c (the
-# allocation functions and C++ operators it interposes: heapwrap_* in the
-# source, their own names in the object, by asm labels), agent/exec.c
-# (the exec family it interposes), collector/http/evhooks.c (the two
+# agent/inproc/agent.c (the public profd_agent_* beside agent_*),
+# agent/inproc/heap.c (the profd_agent_heap_* libprofd-heap calls),
+# agent/inproc/heapwrap.c (the allocation functions and C++ operators it
+# interposes: heapwrap_* in the source, their own names in the object, by
+# asm labels), agent/inproc/exec.c (the exec family it interposes), collector/http/evhooks.c (the two
 # libevent functions it interposes), collector/main.c (main).
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 src=${top_srcdir:-.}
@@ -26,20 +26,21 @@ prefix_ok() {
 	b=${b%.c}
 	case "$f:$n" in
 	common/xmalloc.c:x*) return 0 ;;
-	agent/agent.c:profd_agent_*) return 0 ;;
-	agent/heap.c:profd_agent_heap_*) return 0 ;;
-	agent/heapwrap.c:malloc|agent/heapwrap.c:free|agent/heapwrap.c:calloc|\
-	agent/heapwrap.c:realloc|agent/heapwrap.c:memalign|\
-	agent/heapwrap.c:aligned_alloc|agent/heapwrap.c:posix_memalign|\
-	agent/heapwrap.c:valloc|agent/heapwrap.c:pvalloc|\
-	agent/heapwrap.c:malloc_usable_size|agent/heapwrap.c:_Zn[wa]m*|\
-	agent/heapwrap.c:_Zd[la]Pv*) return 0 ;;	# (asm labels: nm's names)
-	agent/exec.c:exec_*|agent/exec.c:execve|agent/exec.c:execv|\
-	agent/exec.c:execvp|agent/exec.c:execvpe|agent/exec.c:execl|\
-	agent/exec.c:execlp|agent/exec.c:execle|agent/exec.c:fexecve|\
-	agent/exec.c:execveat) return 0 ;;
-	agent/sigmask.c:pthread_sigmask|agent/sigmask.c:sigprocmask) return 0 ;;
-	agent/sigact.c:sigaction|agent/sigact.c:signal) return 0 ;;
+	agent/inproc/agent.c:profd_agent_*) return 0 ;;
+	agent/inproc/heap.c:profd_agent_heap_*) return 0 ;;
+	agent/inproc/heapwrap.c:*)	# (asm labels: nm's names)
+		case $n in
+		malloc|free|calloc|realloc|memalign|aligned_alloc|posix_memalign|\
+		valloc|pvalloc|malloc_usable_size|_Zn[wa]m*|_Zd[la]Pv*) return 0 ;;
+		esac ;;
+	agent/inproc/exec.c:*)
+		case $n in
+		exec_*|execve|execv|execvp|execvpe|execl|execlp|execle|fexecve|\
+		execveat) return 0 ;;
+		esac ;;
+	agent/inproc/sigmask.c:pthread_sigmask|agent/inproc/sigmask.c:sigprocmask)
+		return 0 ;;
+	agent/inproc/sigact.c:sigaction|agent/inproc/sigact.c:signal) return 0 ;;
 	collector/http/evhooks.c:evhttp_request_new|\
 	collector/http/evhooks.c:evhttp_send_error|\
 	collector/http/evhooks.c:evbuffer_readln) return 0 ;;

@@ -14,8 +14,9 @@
 # LIBADD), each libtool object (.lo) naming the object file it stands
 # for, so nothing here lists a folder. What a sanitizer or the toolchain
 # adds (__asan_*, __ubsan_*, __odr_asan*, ...) is not counted. (The
-# installed libprofd-agent is one object, `ld -r` of libprofdagentcore's:
-# its circles would be libprofdagentcore's, checked on their own.)
+# installed libprofd-agent is one object, `ld -r` of the objects of
+# libprofdagentcore and libprofdagentinproc: its circles would be
+# theirs, checked on their own.)
 #
 # Environment (set by `make check`): top_builddir, top_srcdir.
 . "${top_srcdir:-.}/test/lib/e2e.sh"

@@ -57,7 +57,7 @@ import ctypes, os, signal, sys, time
 sig = signal.SIGRTMAX - 4
 time.sleep(0.3)			# the first window has started
 # The system call itself: the agent keeps its signal out of masks set
-# through libc (agent/sigmask.c). SYS_rt_sigprocmask is 14 on x86-64.
+# through libc (agent/inproc/sigmask.c). SYS_rt_sigprocmask is 14 on x86-64.
 mask = ctypes.c_ulong(1 << (sig - 1))
 ctypes.CDLL(None, use_errno=True).syscall(14, 0, ctypes.byref(mask), None, 8)
 t = time.process_time() + 0.3

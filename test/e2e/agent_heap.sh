@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The heap profiler (LD_PRELOAD=libprofd-heap.so: agent/heapwrap.c,
-# agent/heap.c, agent/heapprof.c) against the real collector:
+# The heap profiler (LD_PRELOAD=libprofd-heap.so: agent/inproc/heapwrap.c,
+# agent/inproc/heap.c, agent/inproc/heapprof.c) against the real collector:
 #  1. agent/examples/leaky at PROFD_HEAP_RATE=16k, 2-second windows: the
 #     newest heap=inuse profile has leak_a's 64 MiB and leak_b's 16 MiB
 #     within 10%, churn's in-use under 1% of what it allocated; the merge

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libprofd-agent's lazy start (agent/starter.c, agent/safepoint.c): under
+# libprofd-agent's lazy start (agent/inproc/starter.c, agent/inproc/safepoint.c): under
 # LD_PRELOAD a process, and a fork child, has no agent thread until its
 # first window is due; then the start timer's handler creates it at a safe
 # point: in the program's own code, or while the thread waits in a system

@@ -18,14 +18,14 @@
 
 #include "profile.pb-c.h"
 
-#include "agent/build.h"
-#include "agent/maps.h"
-#include "agent/sampler.h"
-#include "agent/settings.h"
-#include "agent/stacks.h"
-#include "agent/symtab.h"
-#include "agent/unwind.h"
-#include "agent/upload.h"
+#include "agent/core/build.h"
+#include "agent/core/maps.h"
+#include "agent/inproc/sampler.h"
+#include "agent/inproc/settings.h"
+#include "agent/core/stacks.h"
+#include "agent/core/symtab.h"
+#include "agent/inproc/unwind.h"
+#include "agent/core/upload.h"
 #include "common/xmalloc.h"
 #include "test/lib/tap.h"
 

@@ -20,11 +20,11 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "agent/cfi.h"
-#include "agent/cfi_elf.h"
-#include "agent/maps.h"
-#include "agent/symtab.h"
-#include "agent/unwind.h"
+#include "agent/core/cfi.h"
+#include "agent/core/cfi_elf.h"
+#include "agent/core/maps.h"
+#include "agent/core/symtab.h"
+#include "agent/inproc/unwind.h"
 #include "common/xmalloc.h"
 #include "test/lib/tap.h"
 

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/elffile.h"
+#include "agent/core/elffile.h"
 
 /* How to find the CFA (struct cfi_row.cfa). */
 #define CFI_CFA_UNKNOWN		0	/* a rule we do not model: no CFI */

@@ -1,6 +1,6 @@
 /*
  * libprofd-heap: the allocation functions, interposed under LD_PRELOAD
- * for the heap profiler (agent/heap.c). Only this library defines them,
+ * for the heap profiler (agent/inproc/heap.c). Only this library defines them,
  * so a program run with libprofd-agent alone has nothing interposed on
  * its allocations; preloading libprofd-heap (which loads libprofd-agent
  * as a dependency) turns heap profiling on.
@@ -44,7 +44,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "agent/heap.h"
+#include "agent/inproc/heap.h"
 
 #define HEAPWRAP_SKIP		2	/* heapwrap_sampled and the wrapper */
 #define HEAPWRAP_PAD		32	/* a sampled block's offset, at least */

@@ -25,9 +25,9 @@
 
 #include "profile.pb-c.h"
 
-#include "agent/build.h"
-#include "agent/maps.h"
-#include "agent/symtab.h"
+#include "agent/core/build.h"
+#include "agent/core/maps.h"
+#include "agent/core/symtab.h"
 #include "common/xmalloc.h"
 
 /* One opened ELF file (or a failed attempt, st == NULL). */

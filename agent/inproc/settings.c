@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <limits.h>
 
-#include "agent/settings.h"
+#include "agent/inproc/settings.h"
 #include "common/xmalloc.h"
 
 /* Checks label pairs: keys [A-Za-z_][A-Za-z0-9_.-]{0,63}, values <= 512. */

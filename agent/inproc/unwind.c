@@ -44,13 +44,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/cfi.h"
-#include "agent/cfi_elf.h"
-#include "agent/maps.h"
-#include "agent/unwind.h"
+#include "agent/core/cfi.h"
+#include "agent/core/cfi_elf.h"
+#include "agent/core/maps.h"
+#include "agent/core/unwstep.h"
+#include "agent/inproc/unwind.h"
 #include "common/xmalloc.h"
 
-#define UNWIND_STACK_SPAN	(64UL << 20)	/* deepest CFA above sp */
+#define UNWIND_STACK_SPAN	UNWSTEP_STACK_SPAN
 #define UNWIND_PAGE		4096UL
 #define UNWIND_GAP_PAGES	16	/* pages proven to join the run */
 #define UNWIND_SCRATCH		4	/* far pages remembered per walk */
@@ -227,94 +228,12 @@ unwind_find(struct unwind_space *s, uintptr_t addr)
 	return NULL;
 }
 
-/* Registers of one frame during the walk. */
-struct unwind_frame {
-	uintptr_t	pc, sp, fp;
-	int		fp_ok;		/* fp still holds the caller's value */
-};
-
-#if defined(__x86_64__)
-/*
- * One step by the CFI row: the caller's sp (the CFA), return address and
- * rbp into *f and *ra. Returns 1 done, 0 the outermost frame, -1 failed.
- */
+/* The walk's reader for unwstep: unwind_read on a struct unwind_mem. */
+__attribute__((no_sanitize("address")))
 static int
-unwind_cfi_step(struct unwind_mem *mem, const struct cfi_row *row,
-    struct unwind_frame *f, uintptr_t *ra)
+unwind_step_read(void *ctx, uintptr_t addr, uintptr_t *out)
 {
-	uintptr_t cfa, v;
-
-	switch (row->cfa) {
-	case CFI_CFA_END:
-		return 0;
-	case CFI_CFA_RSP:
-		cfa = f->sp + (uintptr_t)(intptr_t)row->cfa_off;
-		break;
-	case CFI_CFA_RBP:
-		if (!f->fp_ok)
-			return -1;
-		cfa = f->fp + (uintptr_t)(intptr_t)row->cfa_off;
-		break;
-	case CFI_CFA_DEREF_RBP:
-		if (!f->fp_ok || unwind_read(mem, f->fp +
-		    (uintptr_t)(intptr_t)row->cfa_off, &cfa) != 0)
-			return -1;
-		break;
-	case CFI_CFA_PLT:
-		cfa = f->sp + (uintptr_t)(intptr_t)row->cfa_off +
-		    ((f->pc & 15) >= (uintptr_t)row->rbp_off ? 8 : 0);
-		break;
-	default:
-		return -1;
-	}
-	if (unwind_read(mem, cfa - sizeof(uintptr_t), ra) != 0)
-		return -1;
-	switch (row->rbp) {
-	case CFI_RBP_SAME:
-		break;
-	case CFI_RBP_CFA:
-		if (unwind_read(mem, cfa + (uintptr_t)(intptr_t)row->rbp_off,
-		    &v) != 0)
-			return -1;
-		f->fp = v;
-		f->fp_ok = 1;
-		break;
-	case CFI_RBP_AT_RBP:
-		if (f->fp_ok && unwind_read(mem, f->fp +
-		    (uintptr_t)(intptr_t)row->rbp_off, &v) == 0)
-			f->fp = v;
-		else
-			f->fp_ok = 0;
-		break;
-	default:
-		f->fp_ok = 0;
-	}
-	f->sp = cfa;
-	return 1;
-}
-#endif
-
-/*
- * One frame-pointer step: [fp] = caller's fp, [fp + word] = return
- * address. The record must be aligned, at or above sp and within reach.
- */
-static int
-unwind_fp_step(struct unwind_mem *mem, struct unwind_frame *f,
-    uintptr_t *ra)
-{
-	uintptr_t fp = f->fp, next;
-
-	if (!f->fp_ok || fp == 0 || (fp & (sizeof(uintptr_t) - 1)) != 0 ||
-	    fp < f->sp || fp - f->sp > UNWIND_STACK_SPAN ||
-	    fp > UINTPTR_MAX - 2 * sizeof(uintptr_t))
-		return -1;
-	if (unwind_read(mem, fp, &next) != 0 ||
-	    unwind_read(mem, fp + sizeof(uintptr_t), ra) != 0)
-		return -1;
-	f->sp = fp + 2 * sizeof(uintptr_t);
-	f->fp = next;
-	f->fp_ok = next > fp;
-	return 1;
+	return unwind_read(ctx, addr, out);
 }
 
 /* The walk proper, on a snapshot (may be NULL: then only pcs[0]). */
@@ -324,7 +243,7 @@ unwind_walk_space(struct unwind_space *s, struct unwind_mem *mem,
     const struct unwind_regs *regs, uintptr_t *pcs, uint32_t max,
     int *frame0_cfi)
 {
-	struct unwind_frame f = { regs->pc, regs->sp, regs->fp, 1 };
+	struct unwstep_frame f = { regs->pc, regs->sp, regs->fp, 1 };
 	struct unwind_map *m = NULL;
 	const struct cfi_row *row;
 	uintptr_t ra, look, prev;
@@ -356,7 +275,8 @@ unwind_walk_space(struct unwind_space *s, struct unwind_mem *mem,
 #if defined(__x86_64__)
 		if (row != NULL && row->cfa != CFI_CFA_UNKNOWN &&
 		    row->cfa != CFI_CFA_NONE) {
-			if ((rc = unwind_cfi_step(mem, row, &f, &ra)) == 1 &&
+			if ((rc = unwstep_cfi(unwind_step_read, mem, row, &f,
+			    &ra)) == 1 &&
 			    n == 1)
 				*frame0_cfi = 1;
 			if (rc <= 0)
@@ -365,7 +285,7 @@ unwind_walk_space(struct unwind_space *s, struct unwind_mem *mem,
 #else
 		(void)row;
 #endif
-		if (rc < 0 && unwind_fp_step(mem, &f, &ra) != 1)
+		if (rc < 0 && unwstep_fp(unwind_step_read, mem, &f, &ra) != 1)
 			break;
 		/* The stack pointer must grow frame by frame. */
 		if (f.sp <= prev || f.sp - regs->sp > UNWIND_STACK_SPAN ||

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/stacks.h"
+#include "agent/core/stacks.h"
 
 struct build;
 

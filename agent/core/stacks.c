@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/stacks.h"
+#include "agent/core/stacks.h"
 #include "common/xmalloc.h"
 
 /* FNV-1a over the pcs. */

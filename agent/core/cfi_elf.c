@@ -15,9 +15,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "agent/cfi.h"
-#include "agent/cfi_elf.h"
-#include "agent/elffile.h"
+#include "agent/core/cfi.h"
+#include "agent/core/cfi_elf.h"
+#include "agent/core/elffile.h"
 #include "common/xmalloc.h"
 
 /* Section bytes with their link address. */

@@ -41,8 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/tlsclient.h"
-#include "agent/upload.h"
+#include "agent/core/tlsclient.h"
+#include "agent/core/upload.h"
 #include "common/xmalloc.h"
 
 #define UPLOAD_BACKOFF_MIN_MS	1000

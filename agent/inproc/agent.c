@@ -64,19 +64,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/build.h"
-#include "agent/heap.h"
-#include "agent/heapprof.h"
-#include "agent/pacer.h"
-#include "agent/settings.h"
-#include "agent/profd_agent.h"
-#include "agent/safepoint.h"
-#include "agent/sampler.h"
-#include "agent/sigmask.h"
-#include "agent/stacks.h"
-#include "agent/starter.h"
-#include "agent/unwind.h"
-#include "agent/upload.h"
+#include "agent/core/build.h"
+#include "agent/inproc/heap.h"
+#include "agent/inproc/heapprof.h"
+#include "agent/inproc/pacer.h"
+#include "agent/inproc/settings.h"
+#include "agent/inproc/profd_agent.h"
+#include "agent/inproc/safepoint.h"
+#include "agent/inproc/sampler.h"
+#include "agent/inproc/sigmask.h"
+#include "agent/core/stacks.h"
+#include "agent/inproc/starter.h"
+#include "agent/inproc/unwind.h"
+#include "agent/core/upload.h"
 #include "common/xmalloc.h"
 
 #define AGENT_RING_SLOTS	2048

@@ -23,7 +23,7 @@
  * window is over, so the collector knows the slot is in use: if the
  * process dies mid-window, the connection closes and the collector gives
  * the slot to another instance at once. "wait" answers are obeyed
- * (delay_ms). The HTTP client is the uploader's (agent/upload.c, its own
+ * (delay_ms). The HTTP client is the uploader's (agent/core/upload.c, its own
  * instance: one connection per poll, nothing held between polls), with a
  * hook that cuts a poll short within 50 ms once the agent stops (program
  * exit) or the pacer is stopped.
@@ -37,9 +37,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/heap.h"
-#include "agent/pacer.h"
-#include "agent/upload.h"
+#include "agent/inproc/heap.h"
+#include "agent/inproc/pacer.h"
+#include "agent/core/upload.h"
 #include "common/xmalloc.h"
 
 #define PACER_FIRST_WAIT_S	1	/* the first poll's hold */

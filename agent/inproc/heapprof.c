@@ -1,5 +1,5 @@
 /*
- * Heap profiles from the heap sampler's tables (agent/heap.c), shaped as
+ * Heap profiles from the heap sampler's tables (agent/inproc/heap.c), shaped as
  * Go's runtime writes them (runtime/pprof protomem.go), so `go tool
  * pprof` and profd read them as they read Go's:
  *
@@ -21,10 +21,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/build.h"
-#include "agent/heap.h"
-#include "agent/heapprof.h"
-#include "agent/stacks.h"
+#include "agent/core/build.h"
+#include "agent/inproc/heap.h"
+#include "agent/inproc/heapprof.h"
+#include "agent/core/stacks.h"
 #include "common/xmalloc.h"
 
 struct heapprof {

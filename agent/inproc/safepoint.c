@@ -2,7 +2,7 @@
  * Safe points for starting the agent thread from a signal handler.
  *
  * Under LD_PRELOAD the agent thread is created only when the first window
- * is due (agent/starter.c), from the handler of a one-shot timer, so a
+ * is due (agent/inproc/starter.c), from the handler of a one-shot timer, so a
  * process that ends before then (most of a build's compilers, shells and
  * their fork children) never has a second thread to create, schedule and
  * reap. pthread_create is not async-signal-safe in general: it takes
@@ -26,7 +26,7 @@
  *   where a thread that only waits for others (xz's main thread) is
  *   found;
  * - the mask in the context is the one the program last set on this
- *   thread (agent/sigmask.c): a different one means the signal landed in
+ *   thread (agent/inproc/sigmask.c): a different one means the signal landed in
  *   a handler of the program's, which may have interrupted malloc;
  * - malloc and calloc are glibc's: an allocator of the program's own
  *   (jemalloc, tcmalloc, a sanitizer's) could be interrupted holding its
@@ -46,8 +46,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "agent/safepoint.h"
-#include "agent/sigmask.h"
+#include "agent/inproc/safepoint.h"
+#include "agent/inproc/sigmask.h"
 
 #define SAFEPOINT_MAX_RANGES	32
 

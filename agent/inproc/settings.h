@@ -8,7 +8,7 @@
 #ifndef PROFD_AGENT_SETTINGS_H
 #define PROFD_AGENT_SETTINGS_H
 
-#include "agent/profd_agent.h"
+#include "agent/inproc/profd_agent.h"
 
 #define SETTINGS_DEFAULT_COLLECTOR	"http://127.0.0.1:10100"
 #define SETTINGS_DEFAULT_EXIT_TIMEOUT_MS	200

@@ -15,7 +15,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 
-#include "agent/tlsclient.h"
+#include "agent/core/tlsclient.h"
 #include "common/xmalloc.h"
 
 #define TLSCLIENT_LIBSSL	"libssl.so.3"

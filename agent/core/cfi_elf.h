@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "agent/cfi.h"
+#include "agent/core/cfi.h"
 
 /*
  * Reads the CFI of the ELF file at path (its .eh_frame; else its

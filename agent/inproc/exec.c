@@ -26,7 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/sampler.h"
+#include "agent/inproc/sampler.h"
 
 #define EXEC_STACK_ARGS	256		/* execl* vectors up to this on stack */
 #define EXEC_MAX_ARGS	(1L << 24)	/* beyond ARG_MAX anyway */

@@ -9,7 +9,7 @@
  * busy machine.
  *
  * The handler (sampler.c's, which recognises the timer by its token in
- * si_value) calls starter_fire: if agent/safepoint.c finds the
+ * si_value) calls starter_fire: if agent/inproc/safepoint.c finds the
  * interrupted context safe, the timer is deleted and the start callback
  * creates the thread there; if not, the timer is re-armed 10 ms later
  * (for a second, then doubling up to 1 s) until it lands on a safe point. Everything here is
@@ -29,9 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/safepoint.h"
-#include "agent/sigmask.h"
-#include "agent/starter.h"
+#include "agent/inproc/safepoint.h"
+#include "agent/inproc/sigmask.h"
+#include "agent/inproc/starter.h"
 
 #define STARTER_RETRY_MIN_MS	10
 #define STARTER_RETRY_MAX_MS	1000

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "agent/elffile.h"
-#include "agent/symtab.h"
+#include "agent/core/elffile.h"
+#include "agent/core/symtab.h"
 #include "common/xmalloc.h"
 
 struct symtab_sym {

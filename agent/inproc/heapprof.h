@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/build.h"
+#include "agent/core/build.h"
 
 struct heapprof;
 

@@ -1,13 +1,13 @@
 /*
- * Heap sampling tables, filled from inside malloc (agent/heapwrap.c).
+ * Heap sampling tables, filled from inside malloc (agent/inproc/heapwrap.c).
  *
  * Allocations are sampled by bytes, as tcmalloc and Go do: each thread
  * counts down a distance drawn from an exponential distribution of mean
  * `rate` (512 KiB), and the allocation that crosses it is sampled, so a
  * block of s bytes is sampled with probability 1 - exp(-s / rate) and
- * profiles scale it back up by the inverse (agent/heapprof.c). A sample
+ * profiles scale it back up by the inverse (agent/inproc/heapprof.c). A sample
  * walks its caller's stack with the CPU profiler's unwinder
- * (agent/unwind.c, from registers read right here) and counts one
+ * (agent/inproc/unwind.c, from registers read right here) and counts one
  * allocation in its bucket: a (stack, size) pair with cumulative
  * allocation and free counts, as Go's runtime keeps its memory profile.
  * The bucket's key goes back to libprofd-heap, which keeps it in the
@@ -48,8 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/heap.h"
-#include "agent/unwind.h"
+#include "agent/inproc/heap.h"
+#include "agent/inproc/unwind.h"
 #include "common/xmalloc.h"
 
 #define HEAP_SKIP_SELF	1		/* this file's own frame */

@@ -15,7 +15,7 @@
  * (signals 1-64, what it asked for less the guarded signal): a signal
  * handler that finds another mask in its context was delivered inside a
  * handler of the program's (which the kernel runs with more signals
- * blocked), which agent/safepoint.c needs to know.
+ * blocked), which agent/inproc/safepoint.c needs to know.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -26,7 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/sigmask.h"
+#include "agent/inproc/sigmask.h"
 
 /* glibc's internal SIGCANCEL and SIGSETXID, never blocked by glibc. */
 #define SIGMASK_GLIBC_FIRST	32

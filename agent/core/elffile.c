@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/elffile.h"
+#include "agent/core/elffile.h"
 #include "common/xmalloc.h"
 
 /* True if [off, off+len) lies within size bytes. */

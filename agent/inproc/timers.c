@@ -40,8 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/sigmask.h"
-#include "agent/timers.h"
+#include "agent/inproc/sigmask.h"
+#include "agent/inproc/timers.h"
 
 #define TIMERS_HASH		(2 * TIMERS_MAX)
 #define TIMERS_GATE_ARMING	(1 << 30)

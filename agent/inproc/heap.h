@@ -2,8 +2,8 @@
  * The heap profiler's tables: sampled allocations by stack and size
  * (buckets, cumulative counts as Go's runtime keeps them), filled from
  * the allocation wrappers of libprofd-heap
- * (agent/heapwrap.c) through the profd_agent_heap_* calls, read by the
- * agent thread for each heap profile (agent/heapprof.c).
+ * (agent/inproc/heapwrap.c) through the profd_agent_heap_* calls, read by the
+ * agent thread for each heap profile (agent/inproc/heapprof.c).
  */
 #ifndef PROFD_AGENT_HEAP_H
 #define PROFD_AGENT_HEAP_H

@@ -34,11 +34,11 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "agent/sampler.h"
-#include "agent/sigact.h"
-#include "agent/starter.h"
-#include "agent/timers.h"
-#include "agent/unwind.h"
+#include "agent/inproc/sampler.h"
+#include "agent/inproc/sigact.h"
+#include "agent/inproc/starter.h"
+#include "agent/inproc/timers.h"
+#include "agent/inproc/unwind.h"
 #include "common/xmalloc.h"
 
 

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/cfi.h"
-#include "agent/elffile.h"
+#include "agent/core/cfi.h"
+#include "agent/core/elffile.h"
 #include "common/xmalloc.h"
 
 /* x86-64 DWARF register numbers. */

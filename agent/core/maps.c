@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/maps.h"
+#include "agent/core/maps.h"
 #include "common/xmalloc.h"
 
 /* Orders mappings by start address. */

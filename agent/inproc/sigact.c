@@ -1,7 +1,7 @@
 /*
  * sigaction and signal, interposed: a program that sets its own
  * disposition for the agent's signal while the agent's start is still
- * pending (agent/starter.c: a one-shot timer that sends that signal when
+ * pending (agent/inproc/starter.c: a one-shot timer that sends that signal when
  * the first window is due) would be killed by the timer's signal if it
  * reset the signal to SIG_DFL (the default action of a real-time signal
  * terminates), and its own handler would get a signal it never asked for
@@ -19,9 +19,9 @@
 #include <signal.h>
 #include <string.h>
 
-#include "agent/sigact.h"
-#include "agent/sigmask.h"
-#include "agent/starter.h"
+#include "agent/inproc/sigact.h"
+#include "agent/inproc/sigmask.h"
+#include "agent/inproc/starter.h"
 
 typedef int	sigact_fn(int, const struct sigaction *, struct sigaction *);
 typedef sighandler_t	sigact_signal_fn(int, sighandler_t);
