@@ -33,7 +33,7 @@
 #include "collector/http/httpjob.h"
 #include "collector/router.h"
 #include "collector/metrics.h"
-#include "collector/notify.h"
+#include "common/notify.h"
 #include "collector/retention.h"
 #include "collector/server.h"
 #include "common/budget.h"

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collector/notify.h"
+#include "common/notify.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 
