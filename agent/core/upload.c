@@ -805,6 +805,34 @@ upload_push_as(struct upload *u, uint8_t *data, size_t len,
 	u->queued++;
 }
 
+/* Queues a profile of another service, with more labels (upload.h). */
+void
+upload_push_to(struct upload *u, uint8_t *data, size_t len,
+    const char *service, const char *labels)
+{
+	struct upload_item *it;
+	char *el = NULL, *esvc;
+
+	if (u->queued >= u->queue_max) {
+		upload_pop(u);
+		u->stats.dropped++;
+	}
+	it = xcalloc(1, sizeof *it);
+	it->data = data;
+	it->len = len;
+	if (labels != NULL && *labels != '\0')
+		el = upload_escape_labels(labels);
+	esvc = upload_escape(service);
+	it->target = xasprintf("%s/api/0/profiles?service=%s&type=cpu%s%s%s%s",
+	    u->prefix, esvc, u->elab != NULL || el != NULL ? "&labels=" : "",
+	    u->elab != NULL ? u->elab : "",
+	    u->elab != NULL && el != NULL ? "," : "", el != NULL ? el : "");
+	free(esvc);
+	free(el);
+	TAILQ_INSERT_TAIL(&u->queue, it, entry);
+	u->queued++;
+}
+
 /* Sends what is due; returns ms until the next retry, or -1. */
 int64_t
 upload_run(struct upload *u)

@@ -70,6 +70,13 @@ void		 upload_push(struct upload *, uint8_t *data, size_t len);
 void		 upload_push_as(struct upload *, uint8_t *data, size_t len,
 		    const char *type, const char *label);
 /*
+ * The same for a CPU profile of another service than upload_new's, with
+ * more labels ("k=v,k=v", or NULL) after the uploader's own (the host
+ * agent: one uploader, one queue, for every service of the host).
+ */
+void		 upload_push_to(struct upload *, uint8_t *data, size_t len,
+		    const char *service, const char *labels);
+/*
  * Sends the queued profiles whose retry time has come, each in one
  * blocking exchange of at most 10 s. Returns the ms until the next retry
  * is due, or -1 when nothing waits.
