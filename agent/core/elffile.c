@@ -172,3 +172,44 @@ elffile_map_debug(const char *build_id, size_t *size)
 	}
 	return p;
 }
+
+/* A defined symbol's value by name (see elffile.h). */
+int
+elffile_symbol(const void *base, size_t size, const char *name,
+    uint64_t *value)
+{
+	const uint8_t *b = base;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
+	const ElfW(Shdr) *sh, *strs;
+	const ElfW(Sym) *sym;
+	size_t i, j, nsym, len = strlen(name);
+
+	if (eh->e_shoff == 0 || eh->e_shentsize != sizeof *sh ||
+	    !elffile_in(size, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof *sh))
+		return -1;
+	sh = (const ElfW(Shdr) *)(b + eh->e_shoff);
+	for (i = 0; i < eh->e_shnum; i++) {
+		if ((sh[i].sh_type != SHT_SYMTAB &&
+		    sh[i].sh_type != SHT_DYNSYM) ||
+		    sh[i].sh_entsize != sizeof *sym ||
+		    sh[i].sh_link >= eh->e_shnum ||
+		    !elffile_in(size, sh[i].sh_offset, sh[i].sh_size))
+			continue;
+		strs = &sh[sh[i].sh_link];
+		if (!elffile_in(size, strs->sh_offset, strs->sh_size))
+			continue;
+		sym = (const ElfW(Sym) *)(b + sh[i].sh_offset);
+		nsym = sh[i].sh_size / sizeof *sym;
+		for (j = 0; j < nsym; j++) {
+			if (sym[j].st_shndx == SHN_UNDEF ||
+			    sym[j].st_name >= strs->sh_size ||
+			    strs->sh_size - sym[j].st_name <= len ||
+			    memcmp(b + strs->sh_offset + sym[j].st_name, name,
+			    len + 1) != 0)
+				continue;
+			*value = sym[j].st_value;
+			return 0;
+		}
+	}
+	return -1;
+}

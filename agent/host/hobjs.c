@@ -252,8 +252,13 @@ hobj_cfi(struct hobjs *c, struct hobj *o)
 	if (o->vdso && vdso != 0)
 		o->cfi = cfi_elf_open_mem((const void *)vdso,
 		    hobjs_vdso_size(vdso), NULL);
-	else if (path != NULL)
+	else if (path != NULL) {
 		o->cfi = cfi_elf_open(path, HOBJS_CFI_MAX, NULL);
+		/* The process may have exited since its symbols were read:
+		 * the file as the agent sees it, when it is the same. */
+		if (o->cfi == NULL && !o->use_alt && o->alt_path != NULL)
+			o->cfi = cfi_elf_open(o->alt_path, HOBJS_CFI_MAX, NULL);
+	}
 	if (o->cfi != NULL) {
 		add = o->cfi->n * HOBJS_ROW_BYTES + (o->cfi->npages + 1) *
 		    sizeof(uint32_t);

@@ -5,9 +5,10 @@
  * mmap records carry pid, time and cpu too, and mmap2 with build ids so
  * an executable mapping names its object even when the process is gone
  * before the record is read. The rings are read without a syscall: the
- * kernel's data_head is loaded with acquire order, records (which may
- * wrap the ring's end) are copied out when they wrap, and data_tail is
- * stored with release order once a batch is parsed. A record whose sizes
+ * kernel's data_head is loaded with acquire order, the records (which may
+ * wrap the ring's end) are copied out and data_tail stored with release
+ * order; the records of all rings are then sorted by time, as perf's
+ * ordered events are, before they are parsed. A record whose sizes
  * disagree with its header is counted as bad and skipped whole.
  */
 #include <asm/perf_regs.h>
@@ -30,6 +31,13 @@
 #define HPERF_MAX_CPUS	4096
 #define HPERF_MAX_KIPS	128	/* kernel frames kept */
 
+/* A record copied out of its ring, to be sorted by time. */
+struct hperf_rec {
+	uint64_t	time;
+	size_t		off, len;	/* in hperf.arena */
+	size_t		seq;		/* read order: ties keep it */
+};
+
 /* One CPU's event and ring. */
 struct hperf_ring {
 	int			 fd;
@@ -43,7 +51,10 @@ struct hperf {
 	struct hperf_ring	*rings;
 	size_t			 n;
 	size_t			 page;
-	uint8_t			*copy;		/* a wrapped record (64 KiB) */
+	uint8_t			*arena;		/* this drain's records */
+	size_t			 arena_len, arena_cap;
+	struct hperf_rec	*recs;		/* their order */
+	size_t			 nrecs, recs_cap;
 	uint64_t		 kips[HPERF_MAX_KIPS];	/* a sample's chain */
 	struct hperf_stats	 stats;
 };
@@ -402,15 +413,30 @@ hperf_record(struct hperf *h, const uint8_t *rec, size_t len,
 	h->stats.bad++;
 }
 
-/* Parses what one ring holds. */
-static size_t
-hperf_drain_ring(struct hperf *h, struct hperf_ring *r,
-    const struct hperf_ops *ops, void *arg)
+/* The time of a whole record (sample_id_all), or 0. */
+static uint64_t
+hperf_time(const uint8_t *rec, size_t len)
+{
+	struct perf_event_header hdr;
+	uint64_t t = 0;
+
+	memcpy(&hdr, rec, sizeof hdr);
+	if (hdr.type == PERF_RECORD_SAMPLE) {
+		if (len >= 32)		/* header, ip, pid/tid, time */
+			memcpy(&t, rec + 24, 8);
+	} else if (len >= sizeof hdr + 24)
+		memcpy(&t, rec + len - 16, 8);	/* pid/tid, time, cpu */
+	return t;
+}
+
+/* Copies the records waiting in one ring into the arena. */
+static void
+hperf_copy_ring(struct hperf *h, struct hperf_ring *r)
 {
 	struct perf_event_header hdr;
 	uint64_t head, tail, off;
-	const uint8_t *rec;
-	size_t n = 0, first;
+	size_t first;
+	uint8_t *dst;
 
 	head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
 	tail = r->meta->data_tail;
@@ -429,31 +455,71 @@ hperf_drain_ring(struct hperf *h, struct hperf_ring *r,
 			tail = head;	/* lost our place: skip all */
 			break;
 		}
-		if (first >= hdr.size)
-			rec = r->data + off;
-		else {
-			if (h->copy == NULL)	/* hdr.size < 64 KiB */
-				h->copy = xmalloc(65536);
-			memcpy(h->copy, r->data + off, first);
-			memcpy(h->copy + first, r->data, hdr.size - first);
-			rec = h->copy;
+		while (h->arena_len + hdr.size > h->arena_cap) {
+			h->arena_cap = h->arena_cap ? h->arena_cap * 2 :
+			    1 << 20;
+			h->arena = xreallocarray(h->arena, h->arena_cap, 1);
 		}
-		hperf_record(h, rec, hdr.size, ops, arg);
+		dst = h->arena + h->arena_len;
+		if (first >= hdr.size)
+			memcpy(dst, r->data + off, hdr.size);
+		else {
+			memcpy(dst, r->data + off, first);
+			memcpy(dst + first, r->data, hdr.size - first);
+		}
+		if (h->nrecs == h->recs_cap) {
+			h->recs_cap = h->recs_cap ? h->recs_cap * 2 : 1024;
+			h->recs = xreallocarray(h->recs, h->recs_cap,
+			    sizeof *h->recs);
+		}
+		h->recs[h->nrecs].time = hperf_time(dst, hdr.size);
+		h->recs[h->nrecs].off = h->arena_len;
+		h->recs[h->nrecs].len = hdr.size;
+		h->recs[h->nrecs].seq = h->nrecs;
+		h->nrecs++;
+		h->arena_len += hdr.size;
 		tail += hdr.size;
-		n++;
 	}
 	__atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
-	return n;
 }
 
-/* Parses every ring (see hperf.h). */
+/* Orders records by time, then by read order. */
+static int
+hperf_rec_cmp(const void *a, const void *b)
+{
+	const struct hperf_rec *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * Parses every ring (see hperf.h): all rings' records are copied out
+ * first and handed over in time order, so that a fork seen on one CPU
+ * comes before the child's exec and samples seen on another.
+ */
 size_t
 hperf_drain(struct hperf *h, const struct hperf_ops *ops, void *arg)
 {
-	size_t i, n = 0;
+	size_t i, n;
 
+	h->arena_len = 0;
+	h->nrecs = 0;
 	for (i = 0; i < h->n; i++)
-		n += hperf_drain_ring(h, &h->rings[i], ops, arg);
+		hperf_copy_ring(h, &h->rings[i]);
+	if (h->nrecs > 1)
+		qsort(h->recs, h->nrecs, sizeof *h->recs, hperf_rec_cmp);
+	for (i = 0; i < h->nrecs; i++)
+		hperf_record(h, h->arena + h->recs[i].off, h->recs[i].len, ops,
+		    arg);
+	n = h->nrecs;
+	/* A burst's memory is not kept. */
+	if (h->arena_cap > (4U << 20)) {
+		free(h->arena);
+		h->arena = NULL;
+		h->arena_cap = 0;
+	}
 	return n;
 }
 
@@ -485,6 +551,7 @@ hperf_close(struct hperf *h)
 		close(h->rings[i].fd);
 	}
 	free(h->rings);
-	free(h->copy);
+	free(h->arena);
+	free(h->recs);
 	free(h);
 }

@@ -21,9 +21,6 @@
 struct hpprof {
 	char				**strs;
 	size_t				  nstrs, nown;	/* own: from nown */
-	uint64_t			 *pid_keys;	/* pid + 1, 0 empty */
-	int64_t				 *pid_strs;
-	size_t				  pid_size;
 };
 
 /* Appends a string the group does not hold (copied). */
@@ -32,24 +29,6 @@ hpprof_str(struct hpprof *h, const char *s)
 {
 	h->strs[h->nstrs] = xstrdup(s);
 	return (int64_t)h->nstrs++;
-}
-
-/* The string of a pid, one per distinct pid. */
-static int64_t
-hpprof_pid(struct hpprof *h, uint64_t pid)
-{
-	size_t j = (pid * 0x9e3779b97f4a7c15ULL >> 20) & (h->pid_size - 1);
-	char buf[24];
-
-	while (h->pid_keys[j] != 0) {
-		if (h->pid_keys[j] == pid + 1)
-			return h->pid_strs[j];
-		j = (j + 1) & (h->pid_size - 1);
-	}
-	snprintf(buf, sizeof buf, "%llu", (unsigned long long)pid);
-	h->pid_keys[j] = pid + 1;
-	h->pid_strs[j] = hpprof_str(h, buf);
-	return h->pid_strs[j];
 }
 
 /* Builds the profile (see hpprof.h). */
@@ -80,14 +59,10 @@ hpprof_build(const struct hgroup *g, const struct hpprof_window *w,
 	ns = s->n ? s->n : 1;
 	nmaps = g->nmaps ? g->nmaps : 1;
 	memset(&h, 0, sizeof h);
-	h.strs = xcalloc(g->nstrs + s->n + 8, sizeof *h.strs);
+	h.strs = xcalloc(g->nstrs + 8, sizeof *h.strs);
 	for (i = 0; i < g->nstrs; i++)
 		h.strs[i] = g->strs[i];
 	h.nstrs = h.nown = g->nstrs;
-	for (h.pid_size = 16; h.pid_size < 2 * ns; h.pid_size *= 2)
-		;
-	h.pid_keys = xcalloc(h.pid_size, sizeof *h.pid_keys);
-	h.pid_strs = xcalloc(h.pid_size, sizeof *h.pid_strs);
 	for (i = 0; i < 3; i++)
 		perftools__profiles__value_type__init(&vt[i]);
 	vt[0].type = hpprof_str(&h, "samples");
@@ -172,7 +147,7 @@ hpprof_build(const struct hgroup *g, const struct hpprof_window *w,
 			labp[2 * i + k] = &lab[2 * i + k];
 		}
 		lab[2 * i].key = kpid;
-		lab[2 * i].str = hpprof_pid(&h, key[0]);
+		lab[2 * i].num = (int64_t)key[0];	/* -tagfocus pid=N */
 		lab[2 * i + 1].key = kexe;
 		lab[2 * i + 1].str = (int64_t)key[1];
 		samp[i].n_label = 2;
@@ -206,8 +181,6 @@ hpprof_build(const struct hgroup *g, const struct hpprof_window *w,
 	for (i = h.nown; i < h.nstrs; i++)
 		free(h.strs[i]);
 	free(h.strs);
-	free(h.pid_keys);
-	free(h.pid_strs);
 	free(mp);
 	free(mpp);
 	free(mapid);

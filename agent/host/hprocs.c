@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent/core/maps.h"
+#include "agent/host/henv.h"
 #include "agent/host/hprocs.h"
 #include "common/xmalloc.h"
 
@@ -163,13 +164,6 @@ hprocs_add(struct hprocs *t, pid_t pid)
 	*hprocs_bucket(t, pid) = p;
 	t->n++;
 	return p;
-}
-
-/* "/proc/PID/root" + path. */
-char *
-hprocs_root_path(pid_t pid, const char *path)
-{
-	return xasprintf("/proc/%d/root%s", (int)pid, path);
 }
 
 /* Reads /proc/PID/NAME into buf (at most size - 1 bytes); length or -1. */
@@ -322,7 +316,7 @@ hprocs_cgroup_path(struct hproc *p, const char *path)
 static void
 hprocs_describe(struct hproc *p)
 {
-	char *buf, path[64], exe[PATH_MAX];
+	char *buf, path[64], exe[PATH_MAX], *live;
 	const char *s, *line;
 	ssize_t n, r;
 
@@ -337,6 +331,14 @@ hprocs_describe(struct hproc *p)
 				p->env_service = hprocs_name(s + 14,
 				    strlen(s + 14));
 			}
+	}
+	/* A program that set its title overwrote that copy: read its live
+	 * environment. */
+	if (p->env_service == NULL && (live = henv_get(p, "PROFD_SERVICE")) !=
+	    NULL) {
+		if (live[0] != '\0')
+			p->env_service = hprocs_name(live, strlen(live));
+		free(live);
 	}
 	if (hprocs_read(p->pid, "cgroup", buf, 65536) > 0) {
 		for (line = buf; *line != '\0'; line += strcspn(line,
@@ -479,10 +481,22 @@ hprocs_fork(struct hprocs *t, pid_t pid, pid_t ppid, pid_t tid)
 	if (pid != tid || pid == ppid)
 		return;				/* a thread */
 	parent = hprocs_lookup(t, ppid);
+	/*
+	 * Known and alive: its exec, read from another CPU's ring in an
+	 * earlier drain, came first; what it has now is newer.
+	 */
+	if ((p = hprocs_lookup(t, pid)) != NULL && p->exited_ms == 0) {
+		p->ppid = ppid;
+		return;
+	}
 	p = hprocs_add(t, pid);
 	p->ppid = ppid;
 	if (parent == NULL)
 		return;				/* read from /proc if sampled */
+	/* What it inherits is the parent's now, before the child changes
+	 * anything (nginx's workers get a new environment). */
+	if (!parent->described && parent->exited_ms == 0)
+		hprocs_describe(parent);
 	memcpy(p->comm, parent->comm, sizeof p->comm);
 	p->exe = parent->exe != NULL ? xstrdup(parent->exe) : NULL;
 	p->env_service = parent->env_service != NULL ?

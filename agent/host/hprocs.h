@@ -80,8 +80,6 @@ size_t		 hprocs_scan(struct hprocs *);
 void		 hprocs_reap(struct hprocs *, int64_t grace_ms);
 /* Processes known (alive or in their grace period). */
 size_t		 hprocs_count(const struct hprocs *);
-/* "/proc/PID/root" + path: the path to read the process's file by. */
-char		*hprocs_root_path(pid_t pid, const char *path);
 /* Monotonic milliseconds. */
 int64_t		 hprocs_now_ms(void);
 

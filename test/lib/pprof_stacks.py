@@ -17,8 +17,16 @@ prints one JSON object summing them up, for the agent's end-to-end tests:
   mappings     file names of the mappings, in order
   comments     the profile comments
   files        number of profiles read
+  labels       {key: {value: share of samples}} for the sample labels
+               given with --label (repeatable; "" for samples without;
+               numeric labels as their decimal value)
+  kernel       share of samples with a frame in the "[kernel]" mapping
+  unnamed_leaf share of samples whose leaf frame has no function name
+  names_in     {mapping file base name: [function names of its
+               locations]} (the first 50 of each, sorted)
 
-usage: pprof_stacks.py [--root REGEX] [--has REGEX]... FILE...
+usage: pprof_stacks.py [--root REGEX] [--has REGEX]... [--label KEY]...
+                       FILE...
 """
 import gzip
 import json
@@ -79,13 +87,17 @@ def read(path):
          "strings": [], "comments": []}
     for f, t, v in fields(data):
         if f == 2:
-            locs, vals = [], []
+            locs, vals, labs = [], [], {}
             for g, u, w in fields(v):
                 if g == 1:
                     locs += packed(u, w)
                 elif g == 2:
                     vals += packed(u, w)
-            p["samples"].append((locs, vals))
+                elif g == 3:
+                    lab = dict((h, x) for h, _, x in fields(w))
+                    labs[lab.get(1, 0)] = (lab[2] if 2 in lab else
+                                           "#%d" % lab.get(3, 0))
+            p["samples"].append((locs, vals, labs))
         elif f == 3:
             m = dict((g, w) for g, u, w in fields(v))
             mid = m.get(1, 0)
@@ -115,6 +127,7 @@ def read(path):
 
 
 def main(argv):
+    label_keys = []
     root, has, files = r"^(main|__libc_start_main|__libc_start_call_main|_start)$", [], []
     i = 0
     while i < len(argv):
@@ -123,6 +136,9 @@ def main(argv):
         elif argv[i] == "--has":
             has.append(argv[i + 1])
             i += 2
+        elif argv[i] == "--label":
+            label_keys.append(argv[i + 1])
+            i += 2
         else:
             files.append(argv[i])
             i += 1
@@ -130,6 +146,9 @@ def main(argv):
     total = reached = bad = 0
     depths, leaf, with_fn, mappings, comments = [], {}, {h: 0 for h in has}, [], []
     leaf_map = {}
+    labels = {k: {} for k in label_keys}
+    kernel = unnamed = 0
+    names_in = {}
     for path in files:
         p = read(path)
         s = p["strings"]
@@ -139,14 +158,31 @@ def main(argv):
             m = p["map"].get(loc["mapping"])
             if m is None or not m[0] <= loc["address"] < m[1]:
                 bad += 1
-        for locs, vals in p["samples"]:
+            if m is not None:
+                base = s[m[2]].rsplit("/", 1)[-1]
+                names_in.setdefault(base, set()).update(
+                    s[p["fn"].get(f, 0)] for f in loc["fns"])
+        for locs, vals, labs in p["samples"]:
             n = vals[0] if vals else 0
             names = []
+            in_kernel = False
             for lid in locs:
-                loc = p["loc"].get(lid, {"fns": [], "address": 0})
+                loc = p["loc"].get(lid, {"fns": [], "address": 0,
+                                         "mapping": 0})
                 fns = [s[p["fn"].get(f, 0)] for f in loc["fns"]]
                 names += fns or ["0x%x" % loc["address"]]
+                m = p["map"].get(loc["mapping"])
+                in_kernel = in_kernel or (m is not None and
+                                          s[m[2]] == "[kernel]")
             total += n
+            kernel += n if in_kernel else 0
+            if not names or names[0].startswith("0x"):
+                unnamed += n
+            named = dict((s[k], v[1:] if isinstance(v, str) else s[v])
+                         for k, v in labs.items())
+            for k in label_keys:
+                v = named.get(k, "")
+                labels[k][v] = labels[k].get(v, 0) + n
             depths.append((len(names), n))
             if any(root_re.search(x) for x in names):
                 reached += n
@@ -177,6 +213,11 @@ def main(argv):
         "bad_frames": bad,
         "mappings": mappings,
         "comments": comments,
+        "labels": {k: {v: round(c / total, 4) for v, c in d.items()}
+                   for k, d in labels.items()} if total else {},
+        "kernel": round(kernel / total, 4) if total else 0,
+        "unnamed_leaf": round(unnamed / total, 4) if total else 0,
+        "names_in": {k: sorted(v)[:50] for k, v in names_in.items()},
     }
     print(json.dumps(out))
 
