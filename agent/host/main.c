@@ -76,16 +76,39 @@ static void
 main_usage(FILE *f)
 {
 	fprintf(f,
-"usage: profd-hostagent --collector URL [--hz N] [--period DURATION]\n"
-"           [--labels k=v,...] [--token-file F] [--ca-file F]\n"
-"           [--cert-file F --key-file F] [--pid PID] [--exe NAME]\n"
-"           [--output-dir DIR] [--stack-size BYTES]\n"
-"           [--service-from env,unit,container,exe] [--max-groups N]\n"
-"           [--queue N] [--cache-size SIZE] [--include-agent-processes]\n"
-"           [--exit-timeout DURATION] [--verbose]\n"
+"usage: profd-hostagent --collector URL [--OPTION VALUE ...]\n"
+"       profd-hostagent --output-dir DIR [--OPTION VALUE ...]\n"
+"       profd-hostagent --help | --version\n"
 "Samples every process of this host with perf_event_open and uploads one\n"
-"CPU profile per service and period to a profd collector (or writes them\n"
-"to --output-dir). See profd-hostagent(8).\n");
+"CPU profile per service and period to a profd collector.\n"
+"\n"
+"options:\n"
+"  --collector URL        http[s]://host[:port][/prefix] of the collector\n"
+"  --output-dir DIR       write the profiles to DIR instead (a dry run)\n"
+"  --hz N                 samples per second per CPU, 1..1000 (default 19)\n"
+"  --period DURATION      how often each service's profile is sent (60s)\n"
+"  --labels K=V,...       labels of every profile (host= is added unless\n"
+"                         given here)\n"
+"  --token-file FILE      bearer token for the collector, its first line\n"
+"  --ca-file FILE         CAs (PEM) the collector's certificate must chain to\n"
+"  --cert-file FILE       client certificate (PEM) for mutual TLS\n"
+"  --key-file FILE        its key (PEM)\n"
+"  --pid PID              profile only this process and its descendants\n"
+"  --exe NAME             profile only executables of this file name\n"
+"  --service-from LIST    where service names come from, in order\n"
+"                         (default env,unit,container,exe)\n"
+"  --stack-size BYTES     user stack copied per sample, 1024..65528 (16384)\n"
+"  --max-groups N         profiles per period at most (64; more services\n"
+"                         share one named other)\n"
+"  --queue N              periods of profiles kept while the collector is\n"
+"                         away (4)\n"
+"  --cache-size SIZE      memory for symbol and unwind tables (64M)\n"
+"  --include-agent-processes\n"
+"                         also profile processes running libprofd-agent\n"
+"  --exit-timeout DURATION\n"
+"                         at SIGTERM, the most spent sending (5s)\n"
+"  --verbose              one line per profile and period\n"
+"See profd-hostagent(8).\n");
 }
 
 /* Fails with one line. */
