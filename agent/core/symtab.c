@@ -267,3 +267,13 @@ symtab_symbol_addr(const struct symtab *st, size_t index)
 {
 	return index < st->nsyms ? st->syms[index].addr : 0;
 }
+
+/* Whether addr lies in the symtab's file mappings (see symtab.h). */
+int
+symtab_holds(const struct symtab *st, const void *addr)
+{
+	const uint8_t *a = addr, *m = st->map, *d = st->dbg_map;
+
+	return (m != NULL && a >= m && a < m + st->map_size) ||
+	    (d != NULL && a >= d && a < d + st->dbg_size);
+}

@@ -41,6 +41,12 @@ int		 symtab_offset_to_vaddr(const struct symtab *, uint64_t off,
 const char	*symtab_lookup(const struct symtab *, uint64_t vaddr,
 		    size_t *index);
 
+/*
+ * Whether addr lies in the file mappings the symtab reads its names
+ * from (a SIGBUS there means the file was truncated under it).
+ */
+int		 symtab_holds(const struct symtab *, const void *addr);
+
 /* Link-time start address of the symbol returned as index by lookup. */
 uint64_t	 symtab_symbol_addr(const struct symtab *, size_t index);
 

@@ -222,7 +222,7 @@ hobjs_load_symtab(struct hobjs *c, struct hobj *o)
 
 /* The symbol table (see hobjs.h). */
 const struct symtab *
-hobj_symtab(struct hobjs *c, struct hobj *o)
+hobjs_symtab(struct hobjs *c, struct hobj *o)
 {
 	o->used = ++c->clock;
 	if (!o->st_tried)
@@ -232,7 +232,7 @@ hobj_symtab(struct hobjs *c, struct hobj *o)
 
 /* The CFI table (see hobjs.h): read from the path the symbols came by. */
 const struct cfi_table *
-hobj_cfi(struct hobjs *c, struct hobj *o)
+hobjs_cfi(struct hobjs *c, struct hobj *o)
 {
 	const char *path;
 	unsigned long vdso;
@@ -241,7 +241,7 @@ hobj_cfi(struct hobjs *c, struct hobj *o)
 	o->used = ++c->clock;
 	if (o->cfi_tried)
 		return o->cfi;
-	if (hobj_symtab(c, o) == NULL) {
+	if (hobjs_symtab(c, o) == NULL) {
 		o->cfi_tried = 1;
 		return NULL;
 	}
@@ -270,9 +270,26 @@ hobj_cfi(struct hobjs *c, struct hobj *o)
 
 /* The build id known (see hobjs.h). */
 const char *
-hobj_build_id(const struct hobj *o)
+hobjs_build_id(const struct hobj *o)
 {
 	return o->build_id;
+}
+
+/* Unloads the object mapping addr (see hobjs.h). */
+int
+hobjs_forget_addr(struct hobjs *c, const void *addr)
+{
+	struct hobj *o;
+	size_t i;
+
+	for (i = 0; i < HOBJS_BUCKETS; i++)
+		for (o = c->buckets[i]; o != NULL; o = o->next)
+			if (o->st != NULL && symtab_holds(o->st, addr)) {
+				hobjs_unload(c, o);
+				o->st_tried = o->cfi_tried = 1;	/* not again */
+				return 1;
+			}
+	return 0;
 }
 
 /* Unloads least recently used objects until under the bound. */

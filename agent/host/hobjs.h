@@ -44,11 +44,16 @@ void		 hobjs_free(struct hobjs *);
 struct hobj	*hobjs_get(struct hobjs *, const char *key, int pid,
 		    const char *path, int own_ns);
 /* The CFI table, read on first call (NULL: the file has none or failed). */
-const struct cfi_table *hobj_cfi(struct hobjs *, struct hobj *);
+const struct cfi_table *hobjs_cfi(struct hobjs *, struct hobj *);
 /* The symbol table, read on first call (NULL: none). */
-const struct symtab *hobj_symtab(struct hobjs *, struct hobj *);
+const struct symtab *hobjs_symtab(struct hobjs *, struct hobj *);
 /* The build id (hex) known for the object, or "". */
-const char	*hobj_build_id(const struct hobj *);
+const char	*hobjs_build_id(const struct hobj *);
+/*
+ * Unloads the object whose file mapping holds addr (its file shrank
+ * under it: a SIGBUS there). Returns 1 if one did.
+ */
+int		 hobjs_forget_addr(struct hobjs *, const void *addr);
 /* Drops objects used least recently until the bound holds. */
 void		 hobjs_trim(struct hobjs *);
 void		 hobjs_stats(const struct hobjs *, struct hobjs_stats *);

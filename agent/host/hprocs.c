@@ -294,7 +294,7 @@ hprocs_cgroup_path(struct hproc *p, const char *path)
 			if (len > n && strncmp(c, scopes[i], n) == 0)
 				id = c + n;
 		}
-		if (c > path && strncmp(c - 1, "/docker/", 8) == 0 &&
+		if (c - path >= 7 && strncmp(c - 7, "docker/", 7) == 0 &&
 		    len >= 12)
 			id = c;
 		if (id != NULL && isxdigit((unsigned char)id[0])) {
@@ -312,12 +312,27 @@ hprocs_cgroup_path(struct hproc *p, const char *path)
 	}
 }
 
+/* Takes the unit and container of every line "ID:CONTROLLERS:PATH". */
+void
+hprocs_parse_cgroup(struct hproc *p, const char *text)
+{
+	const char *line, *s;
+
+	for (line = text; *line != '\0'; line += strcspn(line, "\n") +
+	    (line[strcspn(line, "\n")] == '\n')) {
+		s = strchr(line, ':');
+		s = s != NULL ? strchr(s + 1, ':') : NULL;
+		if (s != NULL && s < line + strcspn(line, "\n"))
+			hprocs_cgroup_path(p, s + 1);
+	}
+}
+
 /* Reads a process's environment, cgroup and executable. */
 static void
 hprocs_describe(struct hproc *p)
 {
 	char *buf, path[64], exe[PATH_MAX], *live;
-	const char *s, *line;
+	const char *s;
 	ssize_t n, r;
 
 	p->described = 1;
@@ -340,15 +355,8 @@ hprocs_describe(struct hproc *p)
 			p->env_service = hprocs_name(live, strlen(live));
 		free(live);
 	}
-	if (hprocs_read(p->pid, "cgroup", buf, 65536) > 0) {
-		for (line = buf; *line != '\0'; line += strcspn(line,
-		    "\n") + (line[strcspn(line, "\n")] == '\n')) {
-			s = strchr(line, ':');
-			s = s != NULL ? strchr(s + 1, ':') : NULL;
-			if (s != NULL && s < line + strcspn(line, "\n"))
-				hprocs_cgroup_path(p, s + 1);
-		}
-	}
+	if (hprocs_read(p->pid, "cgroup", buf, 65536) > 0)
+		hprocs_parse_cgroup(p, buf);
 	free(buf);
 	snprintf(path, sizeof path, "/proc/%d/exe", (int)p->pid);
 	if (p->exe == NULL && (r = readlink(path, exe, sizeof exe - 1)) > 0) {

@@ -74,6 +74,8 @@ void		 hprocs_mmap(struct hprocs *, pid_t pid, uint64_t start,
 		    uint64_t len, uint64_t pgoff, const char *path,
 		    const char *build_id);
 void		 hprocs_exit(struct hprocs *, pid_t pid, pid_t tid);
+/* Takes the unit and container named by a cgroup file's text. */
+void		 hprocs_parse_cgroup(struct hproc *, const char *text);
 /* Reads every process in /proc (at start). Returns how many. */
 size_t		 hprocs_scan(struct hprocs *);
 /* Forgets processes that exited more than grace_ms ago. */

@@ -88,15 +88,15 @@ hsample_user_loc(struct hsample *h, struct hgroup *g,
 	m.limit = pm->limit;
 	m.pgoff = pm->pgoff;
 	if ((map = hgroups_map_find(g, p->pid, pm->start)) == UINT32_MAX) {
-		st = hobj_symtab(h->objs, o);
+		st = hobjs_symtab(h->objs, o);
 		m.path = hgroups_str(g, pm->path);
-		m.build_id = hgroups_str(g, hobj_build_id(o));
+		m.build_id = hgroups_str(g, hobjs_build_id(o));
 		m.is_exe = p->exe != NULL && strcmp(p->exe, pm->path) == 0;
 		map = hgroups_map(g, &m);
 	}
 	if ((li = hgroups_loc_find(g, map, addr)) >= 0)
 		return li;
-	st = hobj_symtab(h->objs, o);
+	st = hobjs_symtab(h->objs, o);
 	if (st != NULL && symtab_offset_to_vaddr(st, addr - pm->start +
 	    pm->pgoff, &vaddr) == 0)
 		name = symtab_lookup(st, vaddr, &sym);

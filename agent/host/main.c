@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,6 +63,31 @@ struct main_opts {
 };
 
 static volatile sig_atomic_t main_stop;
+/*
+ * A file the agent has mapped (an object's symbols, a libc read for its
+ * environ symbol) can shrink under it (cp over a program, a truncated
+ * library): touching the lost pages raises SIGBUS. Record callbacks run
+ * guarded: the handler jumps back to the callback, which drops the
+ * object mapping the faulting address and the record.
+ */
+static sigjmp_buf		 main_jmp;
+static volatile sig_atomic_t	 main_guarded;
+static void *volatile		 main_fault;
+static uint64_t			 main_sigbus;
+
+/* SIGBUS: back to the guarded callback, else the default action. */
+static void
+main_on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (main_guarded) {
+		main_guarded = 0;
+		main_fault = si->si_addr;
+		siglongjmp(main_jmp, 1);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
 
 /* SIGTERM, SIGINT: stop after this period's profiles. */
 static void
@@ -350,11 +376,30 @@ struct main_state {
 	uint64_t		 profiles;
 };
 
+/* After a SIGBUS in a guarded callback: the object is dropped. */
+static void
+main_faulted(struct main_state *st)
+{
+	main_sigbus++;
+	hobjs_forget_addr(st->hs.objs, main_fault);
+	if (main_sigbus == 1)
+		fprintf(stderr, "profd-hostagent: a mapped file shrank under "
+		    "the agent (SIGBUS): its object is dropped\n");
+}
+
 /* Record callbacks: to the process table or the sample path. */
 static void
 main_sample(void *arg, const struct hperf_sample *s)
 {
-	hsample_take(&((struct main_state *)arg)->hs, s);
+	struct main_state *st = arg;
+
+	if (sigsetjmp(main_jmp, 0) != 0) {
+		main_faulted(st);
+		return;
+	}
+	main_guarded = 1;
+	hsample_take(&st->hs, s);
+	main_guarded = 0;
 }
 
 /* mmap record. */
@@ -384,11 +429,19 @@ main_comm(void *arg, pid_t pid, pid_t tid, const char *comm, int exec)
 		hprocs_comm(st->hs.procs, pid, comm);
 }
 
-/* fork record. */
+/* fork record (reads the parent's environment: guarded). */
 static void
 main_fork(void *arg, pid_t pid, pid_t ppid, pid_t tid)
 {
-	hprocs_fork(((struct main_state *)arg)->hs.procs, pid, ppid, tid);
+	struct main_state *st = arg;
+
+	if (sigsetjmp(main_jmp, 0) != 0) {
+		main_faulted(st);
+		return;
+	}
+	main_guarded = 1;
+	hprocs_fork(st->hs.procs, pid, ppid, tid);
+	main_guarded = 0;
 }
 
 /* exit record. */
@@ -593,6 +646,10 @@ main(int argc, char **argv)
 	sa.sa_handler = main_on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = main_on_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;	/* siglongjmp leaves it */
+	sigaction(SIGBUS, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	memset(&pc, 0, sizeof pc);
