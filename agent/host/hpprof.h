@@ -2,8 +2,8 @@
  * A group of the host agent's period (hgroups.h) as a gzipped pprof CPU
  * profile: samples/count and cpu/nanoseconds, each sample labelled with
  * its process id (numeric label "pid": go tool pprof -tagfocus
- * pid=1234) and executable (string label "exe"), the mappings of the main executables first, kernel frames
- * under a "[kernel]" mapping.
+ * pid=1234) and executable (string label "exe"), the mappings of the
+ * main executables first, kernel frames under a "[kernel]" mapping.
  */
 #ifndef PROFD_AGENT_HPPROF_H
 #define PROFD_AGENT_HPPROF_H
