@@ -43,7 +43,8 @@ cfi_elf_section(const uint8_t *base, size_t size, const char *name,
 
 	if (eh->e_shoff == 0 || eh->e_shentsize != sizeof *sh ||
 	    eh->e_shstrndx >= eh->e_shnum ||
-	    !elffile_in(size, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof *sh))
+	    !elffile_in_aligned(size, eh->e_shoff, (uint64_t)eh->e_shnum *
+	    sizeof *sh, sizeof(ElfW(Addr))))
 		return -1;
 	sh = (const ElfW(Shdr) *)(base + eh->e_shoff);
 	strs = &sh[eh->e_shstrndx];

@@ -69,6 +69,13 @@ elffile_map(const char *path, size_t *size, char **cause)
 	return p;
 }
 
+/* In bounds and aligned (see elffile.h). */
+int
+elffile_in_aligned(size_t size, uint64_t off, uint64_t len, size_t align)
+{
+	return off % align == 0 && elffile_in(size, off, len);
+}
+
 /* Hex-encodes the first NT_GNU_BUILD_ID note in [p, p+len) into id. */
 void
 elffile_note(const uint8_t *p, size_t len, char id[129])
@@ -77,6 +84,8 @@ elffile_note(const uint8_t *p, size_t len, char id[129])
 	const ElfW(Nhdr) *nh;
 	size_t off = 0, namesz, descsz, i;
 
+	if (((uintptr_t)p & 3) != 0)	/* notes are 4-byte aligned */
+		return;
 	while (elffile_in(len, off, sizeof *nh)) {
 		nh = (const ElfW(Nhdr) *)(p + off);
 		off += sizeof *nh;
@@ -112,7 +121,8 @@ elffile_phdrs(const void *image, size_t size, int mem,
 
 	memset(out, 0, sizeof *out);
 	if (eh->e_phentsize != sizeof *ph ||
-	    !elffile_in(size, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof *ph))
+	    !elffile_in_aligned(size, eh->e_phoff, (uint64_t)eh->e_phnum *
+	    sizeof *ph, sizeof(ElfW(Addr))))
 		return xcause(cause, "bad program header table");
 	ph = (const ElfW(Phdr) *)(base + eh->e_phoff);
 	out->loads = xcalloc(eh->e_phnum ? eh->e_phnum : 1,
@@ -185,7 +195,8 @@ elffile_symbol(const void *base, size_t size, const char *name,
 	size_t i, j, nsym, len = strlen(name);
 
 	if (eh->e_shoff == 0 || eh->e_shentsize != sizeof *sh ||
-	    !elffile_in(size, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof *sh))
+	    !elffile_in_aligned(size, eh->e_shoff, (uint64_t)eh->e_shnum *
+	    sizeof *sh, sizeof(ElfW(Addr))))
 		return -1;
 	sh = (const ElfW(Shdr) *)(b + eh->e_shoff);
 	for (i = 0; i < eh->e_shnum; i++) {
@@ -193,7 +204,8 @@ elffile_symbol(const void *base, size_t size, const char *name,
 		    sh[i].sh_type != SHT_DYNSYM) ||
 		    sh[i].sh_entsize != sizeof *sym ||
 		    sh[i].sh_link >= eh->e_shnum ||
-		    !elffile_in(size, sh[i].sh_offset, sh[i].sh_size))
+		    !elffile_in_aligned(size, sh[i].sh_offset, sh[i].sh_size,
+		    sizeof(ElfW(Addr))))
 			continue;
 		strs = &sh[sh[i].sh_link];
 		if (!elffile_in(size, strs->sh_offset, strs->sh_size))

@@ -30,6 +30,13 @@ struct elffile_phdrs {
 
 /* True if [off, off+len) lies within size bytes. */
 int		 elffile_in(size_t size, uint64_t off, uint64_t len);
+/*
+ * elffile_in, and off a multiple of align: a table of structures read in
+ * place (the image is mapped at a page boundary) must be aligned for
+ * them; a file that puts one elsewhere is malformed.
+ */
+int		 elffile_in_aligned(size_t size, uint64_t off, uint64_t len,
+		    size_t align);
 /* The ELF header of a native image, or NULL with *cause set. */
 const ElfW(Ehdr) *elffile_ehdr(const void *base, size_t size, char **cause);
 /* Maps a whole regular file read-only; NULL with *cause set. */

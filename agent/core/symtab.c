@@ -66,7 +66,8 @@ symtab_sections(struct symtab *st, const uint8_t *base, size_t size)
 	int nsymtab = 0, type, bind, rank;
 
 	if (eh->e_shoff == 0 || eh->e_shentsize != sizeof *sh ||
-	    !elffile_in(size, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof *sh))
+	    !elffile_in_aligned(size, eh->e_shoff, (uint64_t)eh->e_shnum *
+	    sizeof *sh, sizeof(ElfW(Addr))))
 		return 0;
 	sh = (const ElfW(Shdr) *)(base + eh->e_shoff);
 	for (i = 0; i < eh->e_shnum; i++) {
@@ -79,8 +80,8 @@ symtab_sections(struct symtab *st, const uint8_t *base, size_t size)
 		if (sh[i].sh_type == SHT_SYMTAB)
 			nsymtab++;
 		if (sh[i].sh_entsize != sizeof *sym || sh[i].sh_link >=
-		    eh->e_shnum ||
-		    !elffile_in(size, sh[i].sh_offset, sh[i].sh_size))
+		    eh->e_shnum || !elffile_in_aligned(size, sh[i].sh_offset,
+		    sh[i].sh_size, sizeof(ElfW(Addr))))
 			continue;
 		strs = &sh[sh[i].sh_link];
 		if (strs->sh_size == 0 ||
