@@ -101,6 +101,16 @@ upload_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The program named in those lines (upload_set_prog). */
+static const char	*upload_prog = "profd-agent";
+
+/* Names the program in the uploader's lines (see upload.h). */
+void
+upload_set_prog(const char *name)
+{
+	upload_prog = name;
+}
+
 /* One agent line on stderr: "profd-agent[PID]: ..." (see upload.h). */
 void
 upload_vsay(const char *fmt, va_list ap)
@@ -108,7 +118,7 @@ upload_vsay(const char *fmt, va_list ap)
 	char buf[512];
 
 	vsnprintf(buf, sizeof buf, fmt, ap);
-	fprintf(stderr, "profd-agent[%d]: %s\n", (int)getpid(), buf);
+	fprintf(stderr, "%s[%d]: %s\n", upload_prog, (int)getpid(), buf);
 }
 
 /* One agent line on stderr, always (for settings the user must fix). */

@@ -102,6 +102,8 @@ void		 upload_free(struct upload *);
  * (the uploader's and the pacer's verbose lines).
  */
 void		 upload_vsay(const char *fmt, va_list ap);
+/* The program those lines name instead of profd-agent (a constant). */
+void		 upload_set_prog(const char *name);
 
 /* Percent-encodes s for a query value. Returns a new string. */
 char		*upload_escape(const char *s);

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/core/upload.h"
 #include "agent/host/hgroups.h"
 #include "agent/host/hkernel.h"
 #include "agent/host/hobjs.h"
@@ -639,6 +640,7 @@ main(int argc, char **argv)
 	sc.tls.key_file = o.key_file;
 	sc.queue_max = o.queue_windows * o.max_groups;
 	sc.verbose = o.verbose;
+	upload_set_prog("profd-hostagent");
 	if ((st.send = hsend_new(&sc, &cause)) == NULL)
 		main_die("--collector %s: %s", o.collector, cause);
 

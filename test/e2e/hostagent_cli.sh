@@ -6,6 +6,7 @@
 #    what is profiled;
 #  - --token-file: uploads accepted by a collector with tokens, a wrong
 #    token's 401s counted as rejected;
+#  - HTTPS with a client certificate (mutual TLS); the wrong CA said;
 #  - a collector that is away: the queue drops the oldest profiles, the
 #    drop is logged once, SIGTERM still exits 0 in --exit-timeout;
 #  - systemd: READY=1 once sampling, STOPPING=1; the unit verifies; the
@@ -112,6 +113,40 @@ diag "$(tail -n 1 "$T_TMP/bad.log")"
 check "wrong token: the 401s counted as rejected" \
     grep -qE ' 0 sent, 0 dropped, [1-9][0-9]* rejected$' "$T_TMP/bad.log"
 profd_stop
+
+# HTTPS with a client certificate for mutual TLS (test/lib/tls_pki.sh),
+# and with the wrong CA.
+if command -v openssl >/dev/null 2>&1; then
+	. "$S/test/lib/tls_pki.sh"
+	mkca ca && mkca clients && mkca other && mkcert ca srv 1 localhost &&
+	    mkcert clients agent 1 agents "$TLS_CLIENT_EXT" ||
+	    not_ok "openssl made the test PKI"
+	printf 'cert write agents\n' > "$T_TMP/auth"
+	profd_start --tls-cert "$P/srv.pem" --tls-key "$P/srv.key" \
+	    --tls-client-ca "$P/clients.pem" --auth-file "$T_TMP/auth" ||
+	    not_ok "profd starts with TLS"
+	url=https://localhost:${PROFD_URL##*:}
+	start_ha "$T_TMP/tls.log" --collector "$url" --ca-file "$P/ca.pem" \
+	    --cert-file "$P/agent.pem" --key-file "$P/agent.key" \
+	    --exe "ht-cli-$$" --hz 99 --period 1s || not_ok "the agent starts (TLS)"
+	"$T_TMP/ht-cli-$$" 2
+	kill -TERM "$HPID"
+	wait "$HPID"
+	diag "$(tail -n 1 "$T_TMP/tls.log")"
+	check "TLS with a client certificate: profiles sent, none rejected" \
+	    grep -qE ' [1-9][0-9]* sent, 0 dropped, 0 rejected$' "$T_TMP/tls.log"
+	start_ha "$T_TMP/tlsbad.log" --collector "$url" --ca-file "$P/other.pem" \
+	    --cert-file "$P/agent.pem" --key-file "$P/agent.key" \
+	    --exe "ht-cli-$$" --hz 99 --period 1s --exit-timeout 1s ||
+	    not_ok "the agent starts (wrong CA)"
+	"$T_TMP/ht-cli-$$" 2
+	kill -TERM "$HPID"
+	wait "$HPID"
+	diag "$(grep -m 1 -i certificate "$T_TMP/tlsbad.log")"
+	check "the wrong CA: nothing sent, the verification failure said" \
+	    sh -c "grep -qE ' 0 sent, ' '$T_TMP/tlsbad.log' && grep -qi 'certificate verify failed' '$T_TMP/tlsbad.log'"
+	profd_stop
+fi
 
 # A collector that is away: a port nothing listens on.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

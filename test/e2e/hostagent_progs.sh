@@ -3,7 +3,8 @@
 # #30), started once before them, uploading to a real collector:
 #  - python3 running a CPU loop: stacks reach main (Py_BytesMain's
 #    callers), the interpreter's functions named;
-#  - xz -T2: liblzma on top, in the xz service;
+#  - xz -T2: liblzma on top, its worker threads' samples in the xz
+#    service (start_thread on their stacks);
 #  - gzip: its deflate functions;
 #  - a stripped program: its exported function named from .dynsym, its
 #    static one shown as an address, no other name (never garbage);
@@ -147,12 +148,14 @@ is "$(printf '%s' "$s" | jq -r '.labels.pid | keys | length')" 1 \
     "python3: its samples all labelled with its one pid"
 
 # xz -T2
-s=$(summary "ht-xz-$t" --root '^(main|__libc_start_main|__libc_start_call_main|_start|start_thread|clone3?)$')
+s=$(summary "ht-xz-$t" --has '^start_thread$' --root '^(main|__libc_start_main|__libc_start_call_main|_start|start_thread|clone3?)$')
 diag "xz: $(printf '%s' "$s" | jq -c '{samples, reach, depth_median, top: .top[:4], leaf_maps, bad_frames}' | cut -c 1-600)"
 check "xz: liblzma on top in most samples" \
     awk -v r="$(printf '%s' "$s" | jq '.leaf_maps["liblzma.so.5.4.1"] // 0')" 'BEGIN { exit !(r >= 0.6) }'
 check "xz: stacks reach main or a thread's start in at least 90% of samples ($(printf '%s' "$s" | jq .reach))" \
     awk -v r="$(printf '%s' "$s" | jq .reach)" 'BEGIN { exit !(r >= 0.9) }'
+check "xz: its worker threads' samples counted (start_thread on the stacks)" \
+    awk -v r="$(printf '%s' "$s" | jq '.functions["^start_thread$"]')" 'BEGIN { exit !(r >= 0.5) }'
 is "$(printf '%s' "$s" | jq .bad_frames)" 0 "xz: no location outside its mapping"
 
 # gzip: Debian's is stripped (its deflate is static: addresses), perf

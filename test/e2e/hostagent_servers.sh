@@ -7,7 +7,8 @@
 #  - redis-server under redis-benchmark: processCommand named, stacks
 #    reach main;
 #  - make -j2 of a small C project: at least 90% of its samples under a
-#    named executable (cc1, as, ld, make, sh...), its hundred-odd
+#    named executable (cc1, as, ld, make, sh...), cc1's C++ names
+#    demangled, its hundred-odd
 #    short-lived processes in one profile a period, not one each;
 #  - a program running libprofd-agent is left to it: the collector holds
 #    only the in-process agent's profiles of its service;
@@ -170,6 +171,9 @@ check "make: at least 90% of samples under a named executable ($named)" \
     awk -v r="$named" 'BEGIN { exit !(r >= 0.9) }'
 check "make: cc1's stacks reach main in most samples" \
     awk -v r="$(printf '%s' "$s" | jq .reach)" 'BEGIN { exit !(r >= 0.8) }'
+check "make: C++ names demangled ($(printf '%s' "$s" | jq .cxx_names) with a signature)" \
+    [ "$(printf '%s' "$s" | jq .cxx_names)" -ge 20 ]
+is "$(printf '%s' "$s" | jq .mangled)" 0 "make: no name left mangled"
 check "make: cc1 has most of them" \
     awk -v r="$(printf '%s' "$s" | jq '.labels.exe.cc1 // 0')" 'BEGIN { exit !(r >= 0.5) }'
 check "make: its processes' pids in the samples (several)" \

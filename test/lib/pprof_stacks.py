@@ -24,6 +24,8 @@ prints one JSON object summing them up, for the agent's end-to-end tests:
   unnamed_leaf share of samples whose leaf frame has no function name
   names_in     {mapping file base name: [function names of its
                locations]} (the first 50 of each, sorted)
+  cxx_names    function names with a C++ signature ("f(int)", "ns::f")
+  mangled      function names still mangled (_Z...)
 
 usage: pprof_stacks.py [--root REGEX] [--has REGEX]... [--label KEY]...
                        FILE...
@@ -218,6 +220,10 @@ def main(argv):
         "kernel": round(kernel / total, 4) if total else 0,
         "unnamed_leaf": round(unnamed / total, 4) if total else 0,
         "names_in": {k: sorted(v)[:50] for k, v in names_in.items()},
+        "cxx_names": sum(1 for v in names_in.values() for n in v
+                         if "(" in n or "::" in n),
+        "mangled": sum(1 for v in names_in.values() for n in v
+                       if n.startswith("_Z")),
     }
     print(json.dumps(out))
 
