@@ -17,7 +17,7 @@
 #  - the service rule: PROFD_SERVICE in the environment, else the
 #    executable's name; labels host and exe; every sample labelled pid;
 #  - no location of any profile lies outside its mapping; the merged
-#    profile opens in go tool pprof;
+#    profile opens in go tool pprof, and in the web UI in chromium;
 #  - SIGTERM: the last period is uploaded and it exits 0.
 # Every program's profile is found by its own service, so other tests
 # running at the same time (the agent samples the whole host) do not
@@ -221,5 +221,27 @@ check "go tool pprof opens a merged profile (hot_exported, hot_static named)" \
 go tool pprof -top -tagfocus "pid=$pid" "$T_TMP/ht-py-$t.pb.gz" > "$T_TMP/py.top" 2>&1
 check "go tool pprof -tagfocus pid=$pid keeps python3's samples" \
     grep -q _PyEval_EvalFrameDefault "$T_TMP/py.top"
+
+# The web UI, in Debian's chromium (test/ui/open_profile.mjs): the
+# program's profiles, first row as pprof's.
+if command -v node >/dev/null 2>&1 && [ -x /usr/bin/chromium ] &&
+    [ -d "$S/test/ui/node_modules/playwright-core" ]; then
+	first=$(go tool pprof -top "$T_TMP/ht-fp-$t.pb.gz" 2>/dev/null |
+	    awk '/flat%/ { go = 1; next } go && NF >= 6 { print $6; exit }')
+	PROFD_URL=$PROFD_URL UI_SERVICE=ht-fp-$t UI_TOP_NAME=$first \
+	UI_FRAME=hot_static UI_SCREENSHOT=$T_TMP/ui.png \
+	    timeout 200 node "$S/test/ui/open_profile.mjs" > "$T_TMP/ui.tap" 2>&1
+	rc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) ok "web UI: ${line#ok * - }" ;;
+		"not ok "*) not_ok "web UI: ${line#not ok * - }" ;;
+		"#"*) echo "$line" ;;
+		esac
+	done < "$T_TMP/ui.tap"
+	is "$rc" 0 "web UI: the browser test's exit status"
+else
+	ok "# SKIP web UI: node, chromium or playwright-core not installed (tools/deps.sh --test)"
+fi
 profd_stop
 done_testing
