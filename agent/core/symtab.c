@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include "agent/core/elffile.h"
+#include "agent/core/gopcln.h"
 #include "agent/core/symtab.h"
 #include "common/xmalloc.h"
 
@@ -142,6 +143,13 @@ symtab_finish(struct symtab *st)
 	st->nsyms = n;
 }
 
+/* gopcln_read's callback: one Go function (names ranked after .symtab's). */
+static void
+symtab_add_go(void *arg, uint64_t addr, uint64_t size, const char *name)
+{
+	symtab_add(arg, addr, size, name, 3);
+}
+
 /* Adds the .symtab of the separate debug file named by the build id. */
 static void
 symtab_debug_file(struct symtab *st)
@@ -177,8 +185,11 @@ symtab_open(const char *path, char **cause)
 		symtab_free(st);
 		return NULL;
 	}
-	if (symtab_sections(st, p, size) == 0)
+	if (symtab_sections(st, p, size) == 0) {
 		symtab_debug_file(st);
+		/* A stripped Go program still has its runtime's table. */
+		gopcln_read(p, size, symtab_add_go, st);
+	}
 	symtab_finish(st);
 	return st;
 }

@@ -1,6 +1,7 @@
 /*
  * A small ELF symbol reader: function symbols from .symtab and .dynsym (so
- * static functions have names), the GNU build id, and the PT_LOAD table to
+ * static functions have names; a stripped file's debug file, a stripped
+ * Go program's .gopclntab), the GNU build id, and the PT_LOAD table to
  * turn a file offset into a link-time address.
  */
 #ifndef PROFD_AGENT_SYMTAB_H

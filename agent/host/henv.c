@@ -75,11 +75,21 @@ henv_lookup(const struct hproc *p, const struct hprocs_map *m)
 		    strcmp(henv_cache[i].key, m->key) == 0 &&
 		    henv_cache[i].pgoff == m->pgoff)
 			return &henv_cache[i];
+	/*
+	 * The slot is taken (as "no environ") before the file is read: if
+	 * the file shrinks under the read (SIGBUS, which jumps out of here),
+	 * it is not read again for every process.
+	 */
+	s = &henv_cache[henv_next++ % HENV_CACHE];
+	free(s->key);
+	s->key = xstrdup(m->key);
+	s->vaddr = s->map_vaddr = 0;
+	s->pgoff = m->pgoff;
 	path = xasprintf("/proc/%d/root%s", (int)p->pid, m->path);
 	base = elffile_map(path, &size, NULL);
 	free(path);
 	if (base == NULL)
-		return NULL;
+		return s;
 	memset(&ph, 0, sizeof ph);
 	if (elffile_ehdr(base, size, NULL) == NULL ||
 	    elffile_phdrs(base, size, 0, &ph, NULL) != 0 ||
@@ -89,12 +99,8 @@ henv_lookup(const struct hproc *p, const struct hprocs_map *m)
 		v = 0;
 	free(ph.loads);
 	munmap(base, size);
-	s = &henv_cache[henv_next++ % HENV_CACHE];
-	free(s->key);
-	s->key = xstrdup(m->key);
 	s->vaddr = v;
 	s->map_vaddr = mv;
-	s->pgoff = m->pgoff;
 	return s;
 }
 
@@ -114,16 +120,23 @@ henv_search(pid_t pid, uint64_t at, const char *name)
 {
 	uint64_t envp, ptrs[64];
 	char buf[HENV_MAX_LEN + 1];
-	size_t nlen = strlen(name), i, k;
+	size_t nlen = strlen(name), i, k, got;
 	ssize_t r;
 
-	if (henv_read(pid, at, &envp, sizeof envp) != 0 || envp == 0)
+	if (henv_read(pid, at, &envp, sizeof envp) != 0 || envp == 0 ||
+	    (envp & 7) != 0)
 		return NULL;
-	for (i = 0; i < HENV_MAX_VARS; i += 64) {
-		if (henv_read(pid, envp + i * 8, ptrs, sizeof ptrs) != 0 &&
-		    henv_read(pid, envp + i * 8, ptrs, 8) != 0)
-			return NULL;
-		for (k = 0; k < 64; k++) {
+	for (i = 0; i < HENV_MAX_VARS; i += got) {
+		/* 64 pointers, or those up to the end of their page (the
+		 * array may end there). */
+		got = 64;
+		if (henv_read(pid, envp + i * 8, ptrs, sizeof ptrs) != 0) {
+			got = (4096 - ((envp + i * 8) & 4095)) / 8;
+			if (got > 64 || henv_read(pid, envp + i * 8, ptrs,
+			    got * 8) != 0)
+				return NULL;
+		}
+		for (k = 0; k < got; k++) {
 			if (ptrs[k] == 0)
 				return NULL;
 			r = henv_read_some(pid, ptrs[k], buf, HENV_MAX_LEN);

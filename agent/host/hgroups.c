@@ -161,6 +161,7 @@ hgroups_get(struct hgroups *gs, const char *service, const char *unit,
 		unit = container = NULL;
 	}
 	g = xcalloc(1, sizeof *g);
+	g->gs = gs;
 	g->service = xstrdup(service);
 	g->unit = unit != NULL ? xstrdup(unit) : NULL;
 	g->container = container != NULL ? xstrdup(container) : NULL;
@@ -241,11 +242,12 @@ int64_t
 hgroups_loc_add(struct hgroup *g, uint32_t map, uint64_t addr,
     const char *name, const char *file)
 {
-	int64_t func = name != NULL ? hgroups_func(g, name, file) : -1;
+	int64_t func;
 	uint32_t *v;
 
-	if (g->nlocs >= HGROUPS_MAX_LOCS)
+	if (g->nlocs >= HGROUPS_MAX_LOCS || g->gs->locs >= HGROUPS_MAX_LOCS_ALL)
 		return -1;
+	func = name != NULL ? hgroups_func(g, name, file) : -1;
 	v = hgroups_slot(&g->loc_index, map, addr, NULL, NULL);
 	if (*v != 0)
 		return *v - 1;
@@ -258,6 +260,7 @@ hgroups_loc_add(struct hgroup *g, uint32_t map, uint64_t addr,
 	g->locs[g->nlocs].func = func;
 	*v = (uint32_t)++g->nlocs;
 	g->loc_index.n++;
+	g->gs->locs++;
 	return *v - 1;
 }
 
@@ -268,6 +271,7 @@ hgroups_sample(struct hgroup *g, pid_t pid, const char *exe,
 {
 	uintptr_t key[2 + 256];
 	uint32_t i, e;
+	size_t before;
 
 	if (n > 256)
 		n = 256;
@@ -276,7 +280,8 @@ hgroups_sample(struct hgroup *g, pid_t pid, const char *exe,
 		g->exe = e;
 	else if (g->exe != e)
 		g->multi_exe = 1;
-	if (g->stacks.n >= HGROUPS_MAX_STACKS) {
+	if (g->stacks.n >= HGROUPS_MAX_STACKS ||
+	    g->gs->words + n + 2 > HGROUPS_MAX_WORDS_ALL) {
 		g->dropped++;
 		return;
 	}
@@ -284,7 +289,9 @@ hgroups_sample(struct hgroup *g, pid_t pid, const char *exe,
 	key[1] = e;
 	for (i = 0; i < n; i++)
 		key[2 + i] = locs[i];
+	before = g->stacks.npcs;
 	stacks_add(&g->stacks, key, n + 2, 1);
+	g->gs->words += g->stacks.npcs - before;
 	g->samples++;
 }
 
@@ -323,4 +330,5 @@ hgroups_reset(struct hgroups *gs)
 	}
 	gs->head = NULL;
 	gs->n = 0;
+	gs->locs = gs->words = 0;
 }

@@ -5,9 +5,11 @@
  * file) and the distinct stacks with their counts, each stack keyed by
  * the process id and executable it was taken in. Memory is bounded: at
  * most max_groups groups a period (later services share one group named
- * "other"), and in each at most HGROUPS_MAX_LOCS locations and
- * HGROUPS_MAX_STACKS distinct stacks (samples past either are counted
- * and dropped). hpprof.c turns a group into a profile.
+ * "other"); in each at most HGROUPS_MAX_LOCS locations and
+ * HGROUPS_MAX_STACKS distinct stacks, and in all the period's groups at
+ * most HGROUPS_MAX_LOCS_ALL locations and HGROUPS_MAX_WORDS_ALL words of
+ * distinct stacks (32 MiB); a sample that would pass a bound is counted
+ * (dropped) and left out whole. hpprof.c turns a group into a profile.
  */
 #ifndef PROFD_AGENT_HGROUPS_H
 #define PROFD_AGENT_HGROUPS_H
@@ -20,6 +22,8 @@
 
 #define HGROUPS_MAX_LOCS	(256 * 1024)
 #define HGROUPS_MAX_STACKS	(128 * 1024)
+#define HGROUPS_MAX_LOCS_ALL	(512 * 1024)
+#define HGROUPS_MAX_WORDS_ALL	(4 * 1024 * 1024)
 #define HGROUPS_OTHER		"other"
 
 /* (a, b) -> index, open addressing. */
@@ -46,8 +50,11 @@ struct hgroups_func {
 	uint32_t	 name, file;		/* strings */
 };
 
+struct hgroups;
+
 struct hgroup {
 	struct hgroup		*next;
+	struct hgroups		*gs;		/* the period's */
 	char			*service;
 	char			*unit;		/* or NULL */
 	char			*container;	/* or NULL */
@@ -72,7 +79,8 @@ struct hgroup {
 
 struct hgroups {
 	struct hgroup	*head;
-	size_t		 n, max;
+	size_t		 n, max;	/* max: --max-groups */
+	size_t		 locs, words;	/* in all groups this period */
 };
 
 /*
@@ -92,7 +100,7 @@ int64_t		 hgroups_loc_find(struct hgroup *, uint32_t map,
 		    uint64_t addr);
 /*
  * Adds the location of (map, addr), named name in file (NULL: no name);
- * -1 when the group holds HGROUPS_MAX_LOCS already.
+ * -1 when the group, or the period, holds its most locations already.
  */
 int64_t		 hgroups_loc_add(struct hgroup *, uint32_t map,
 		    uint64_t addr, const char *name, const char *file);

@@ -25,6 +25,7 @@
 #define HOBJS_ROW_BYTES		12	/* per CFI row */
 #define HOBJS_BASE_BYTES	512	/* per object */
 #define HOBJS_CFI_MAX		(256UL << 20)	/* largest section parsed */
+#define HOBJS_MAX_ENTRIES	8192	/* objects, loaded or not */
 
 struct hobj {
 	struct hobj		*next;		/* bucket chain */
@@ -36,6 +37,7 @@ struct hobj {
 	struct symtab		*st;
 	int			 cfi_tried, st_tried;
 	int			 use_alt;	/* alt_path gave the symbols */
+	int			 forgotten;	/* shrank under us: not again */
 	int			 vdso;		/* the agent's own vDSO */
 	size_t			 bytes;
 	uint64_t		 used;		/* hobjs.clock at last use */
@@ -149,7 +151,10 @@ hobjs_get(struct hobjs *c, const char *key, int pid, const char *path,
 	}
 	/* Paths matter until the file is read; a read that failed is
 	 * tried again by another process's path. */
-	if (o->st == NULL) {
+	/* Until the file is read (the symbols, or the CFI when its read
+	 * failed: the process it was read through may be gone). */
+	if (!o->forgotten && (o->st == NULL || (o->cfi == NULL &&
+	    o->cfi_tried))) {
 		o->vdso = strcmp(path, "[vdso]") == 0;
 		open_path = o->vdso ? xstrdup(path) : xasprintf(
 		    "/proc/%d/root%s", pid, path);
@@ -157,8 +162,12 @@ hobjs_get(struct hobjs *c, const char *key, int pid, const char *path,
 		changed += hobjs_set_path(&o->alt_path, own_ns && !o->vdso ?
 		    path : NULL);
 		free(open_path);
-		if (changed > 0)
-			o->st_tried = o->cfi_tried = 0;
+		if (changed > 0) {
+			if (o->st == NULL)
+				o->st_tried = 0;
+			o->cfi_tried = 0;
+			o->use_alt = 0;
+		}
 	}
 	o->used = ++c->clock;
 	return o;
@@ -286,13 +295,19 @@ hobjs_forget_addr(struct hobjs *c, const void *addr)
 		for (o = c->buckets[i]; o != NULL; o = o->next)
 			if (o->st != NULL && symtab_holds(o->st, addr)) {
 				hobjs_unload(c, o);
-				o->st_tried = o->cfi_tried = 1;	/* not again */
+				o->st_tried = o->cfi_tried = 1;
+				o->forgotten = 1;
 				return 1;
 			}
 	return 0;
 }
 
-/* Unloads least recently used objects until under the bound. */
+/*
+ * Unloads least recently used objects until under the bound; past
+ * HOBJS_MAX_ENTRIES entries, drops the oldest that hold no tables too
+ * (files that could not be read, forgotten ones), so the entries of
+ * short-lived containers' files do not pile up.
+ */
 void
 hobjs_trim(struct hobjs *c)
 {
@@ -307,6 +322,22 @@ hobjs_trim(struct hobjs *c)
 			    pp = &o->next)
 				if (o->bytes > 0 && (oldest == NULL ||
 				    o->used < oldest->used)) {
+					oldest = o;
+					oldest_pp = pp;
+				}
+		if (oldest == NULL)
+			break;
+		*oldest_pp = oldest->next;
+		hobjs_drop(c, oldest);
+		c->stats.evicted++;
+	}
+	while (c->stats.objects > HOBJS_MAX_ENTRIES) {
+		oldest = NULL;
+		oldest_pp = NULL;
+		for (i = 0; i < HOBJS_BUCKETS; i++)
+			for (pp = &c->buckets[i]; (o = *pp) != NULL;
+			    pp = &o->next)
+				if (oldest == NULL || o->used < oldest->used) {
 					oldest = o;
 					oldest_pp = pp;
 				}

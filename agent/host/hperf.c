@@ -8,7 +8,9 @@
  * kernel's data_head is loaded with acquire order, the records (which may
  * wrap the ring's end) are copied out and data_tail stored with release
  * order; the records of all rings are then sorted by time, as perf's
- * ordered events are, before they are parsed. A record whose sizes
+ * ordered events are, before they are parsed. (Within one drain: a
+ * record written to a ring already read comes in the next drain, which
+ * hprocs_fork allows for.) A record whose sizes
  * disagree with its header is counted as bad and skipped whole.
  */
 #include <asm/perf_regs.h>

@@ -4,7 +4,7 @@
  * a copy of the top of the user stack and the kernel call chain with
  * every sample, and the task, comm and mmap records that keep the process
  * table (hprocs.c) true. Records are parsed here and handed to the
- * caller's callbacks in each ring's order.
+ * caller's callbacks in time order across the rings within each drain.
  */
 #ifndef PROFD_AGENT_HPERF_H
 #define PROFD_AGENT_HPERF_H
@@ -64,14 +64,13 @@ struct hperf_stats {
 };
 
 /*
- * Opens the events on every online CPU (or of one process). Returns NULL
- * with *cause naming what is missing (the privilege, the sysctl) when
- * the kernel refuses.
+ * Opens the events on every online CPU. Returns NULL with *cause naming
+ * what is missing (the privilege, the sysctl) when the kernel refuses.
  */
 struct hperf	*hperf_open(const struct hperf_config *, char **cause);
 /* The descriptors to poll (one per ring). */
 size_t		 hperf_fds(const struct hperf *, int *fds, size_t max);
-/* Parses every record waiting in every ring. Returns records parsed. */
+/* Parses every record waiting in every ring. Returns records read. */
 size_t		 hperf_drain(struct hperf *, const struct hperf_ops *,
 		    void *arg);
 /* Counters so far. */

@@ -12,6 +12,8 @@
  * new executable.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <signal.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -30,12 +32,15 @@
 #define HPROCS_MAX_MAPS	4096		/* executable mappings kept */
 #define HPROCS_ENV_MAX	(256 * 1024)	/* environment bytes searched */
 #define HPROCS_NAME_MAX	128		/* service, unit, container names */
+#define HPROCS_CHECK_MS	10000		/* liveness checks this far apart */
 
 struct hprocs {
 	struct hproc		*buckets[HPROCS_BUCKETS];
 	size_t			 n;
 	enum hprocs_source	 order[HPROCS_NSOURCES];
 	size_t			 norder;
+	int64_t			 checked_ms;	/* last liveness check */
+	char			*buf;		/* /proc reads (HPROCS_ENV_MAX) */
 };
 
 /* Monotonic milliseconds. */
@@ -122,6 +127,7 @@ hprocs_free(struct hprocs *t)
 			n = p->next;
 			hprocs_release(p);
 		}
+	free(t->buf);
 	free(t);
 }
 
@@ -327,18 +333,28 @@ hprocs_parse_cgroup(struct hproc *p, const char *text)
 	}
 }
 
-/* Reads a process's environment, cgroup and executable. */
+/*
+ * Reads a process's environment, cgroup and executable. The environment
+ * read, if it works, decides PROFD_SERVICE (a name inherited through fork
+ * is kept only when the process cannot be read any more). The buffer is
+ * the table's own (a SIGBUS in henv.c, which jumps out of here, leaks
+ * nothing).
+ */
 static void
-hprocs_describe(struct hproc *p)
+hprocs_describe(struct hprocs *t, struct hproc *p)
 {
 	char *buf, path[64], exe[PATH_MAX], *live;
 	const char *s;
 	ssize_t n, r;
 
 	p->described = 1;
-	buf = xmalloc(HPROCS_ENV_MAX + 1);
+	if (t->buf == NULL)
+		t->buf = xmalloc(HPROCS_ENV_MAX + 1);
+	buf = t->buf;
 	if ((n = hprocs_read(p->pid, "environ", buf, HPROCS_ENV_MAX + 1)) >
 	    0) {
+		free(p->env_service);
+		p->env_service = NULL;
 		for (s = buf; s < buf + n; s += strlen(s) + 1)
 			if (strncmp(s, "PROFD_SERVICE=", 14) == 0 &&
 			    s[14] != '\0') {
@@ -357,7 +373,6 @@ hprocs_describe(struct hproc *p)
 	}
 	if (hprocs_read(p->pid, "cgroup", buf, 65536) > 0)
 		hprocs_parse_cgroup(p, buf);
-	free(buf);
 	snprintf(path, sizeof path, "/proc/%d/exe", (int)p->pid);
 	if (p->exe == NULL && (r = readlink(path, exe, sizeof exe - 1)) > 0) {
 		exe[r] = '\0';
@@ -395,7 +410,7 @@ hprocs_load(struct hprocs *t, pid_t pid)
 		    m.v[i].path, hprocs_key(p, m.v[i].path, NULL));
 	}
 	maps_clear(&m);
-	hprocs_describe(p);
+	hprocs_describe(t, p);
 	return p;
 }
 
@@ -414,7 +429,7 @@ hprocs_get(struct hprocs *t, pid_t pid)
 	    (q = hprocs_load(t, pid)) != NULL)
 		return q;
 	if (!p->described && p->exited_ms == 0)
-		hprocs_describe(p);
+		hprocs_describe(t, p);
 	return p;
 }
 
@@ -448,6 +463,24 @@ hprocs_exe_name(const struct hproc *p)
 	return b != NULL && b[1] != '\0' ? b + 1 : p->exe;
 }
 
+/* The executable's name as a service: hprocs_name's characters only. */
+static const char *
+hprocs_exe_service(const struct hproc *p)
+{
+	static char name[HPROCS_NAME_MAX + 1];
+	const char *e = p->kernel ? "kernel" : hprocs_exe_name(p);
+	size_t i;
+
+	snprintf(name, sizeof name, "%s", e);
+	for (i = 0; name[i] != '\0'; i++)
+		if (!isalnum((unsigned char)name[i]) && strchr("._-:@",
+		    name[i]) == NULL)
+			name[i] = '_';
+	if (name[0] == '.')
+		name[0] = '_';
+	return name;
+}
+
 /* The service name by the rule. */
 const char *
 hprocs_service(const struct hprocs *t, const struct hproc *p)
@@ -473,10 +506,10 @@ hprocs_service(const struct hprocs *t, const struct hproc *p)
 				return p->container;
 			break;
 		default:
-			return p->kernel ? "kernel" : hprocs_exe_name(p);
+			return hprocs_exe_service(p);
 		}
 	}
-	return p->kernel ? "kernel" : hprocs_exe_name(p);
+	return hprocs_exe_service(p);
 }
 
 /* fork: a new process (not a thread) starts with its parent's state. */
@@ -504,7 +537,7 @@ hprocs_fork(struct hprocs *t, pid_t pid, pid_t ppid, pid_t tid)
 	/* What it inherits is the parent's now, before the child changes
 	 * anything (nginx's workers get a new environment). */
 	if (!parent->described && parent->exited_ms == 0)
-		hprocs_describe(parent);
+		hprocs_describe(t, parent);
 	memcpy(p->comm, parent->comm, sizeof p->comm);
 	p->exe = parent->exe != NULL ? xstrdup(parent->exe) : NULL;
 	p->env_service = parent->env_service != NULL ?
@@ -536,6 +569,7 @@ hprocs_exec(struct hprocs *t, pid_t pid, const char *comm)
 	p->agent = 0;
 	p->kernel = 0;
 	p->described = 0;
+	p->execd = 1;
 	snprintf(p->comm, sizeof p->comm, "%s", comm);
 }
 
@@ -561,8 +595,11 @@ hprocs_mmap(struct hprocs *t, pid_t pid, uint64_t start, uint64_t len,
 		return;		/* unknown: read whole from /proc if sampled */
 	if (p->mntns == 0)
 		p->mntns = hprocs_mntns(pid);
-	if (p->exe == NULL && path[0] == '/')
+	if (p->execd && path[0] == '/') {
+		free(p->exe);
 		p->exe = xstrdup(path);	/* the first after exec */
+		p->execd = 0;
+	}
 	hprocs_insert(p, start, start + len, pgoff, path,
 	    hprocs_key(p, path, build_id));
 }
@@ -602,16 +639,27 @@ hprocs_scan(struct hprocs *t)
 	return n;
 }
 
-/* Forgets processes past their grace period. */
+/*
+ * Forgets processes past their grace period. Every HPROCS_CHECK_MS it
+ * also asks the kernel whether each process it holds alive still is
+ * (kill with signal 0): an exit record lost in a full ring must not keep
+ * an entry for good.
+ */
 void
 hprocs_reap(struct hprocs *t, int64_t grace_ms)
 {
 	int64_t now = hprocs_now_ms();
 	struct hproc **pp, *p;
 	size_t i;
+	int check = now - t->checked_ms >= HPROCS_CHECK_MS;
 
+	if (check)
+		t->checked_ms = now;
 	for (i = 0; i < HPROCS_BUCKETS; i++)
 		for (pp = &t->buckets[i]; (p = *pp) != NULL;) {
+			if (check && p->exited_ms == 0 && kill(p->pid, 0) != 0 &&
+			    errno == ESRCH)
+				p->exited_ms = now;
 			if (p->exited_ms != 0 && now - p->exited_ms > grace_ms) {
 				*pp = p->next;
 				hprocs_release(p);

@@ -42,6 +42,8 @@ struct hproc {
 	struct hprocs_map	*maps;		/* sorted by start */
 	size_t			 nmaps, cap;
 	int			 described;	/* /proc read since exec */
+	int			 execd;		/* exec'd: the next executable
+						   mapping is the program */
 	int			 agent;		/* runs libprofd-agent */
 	int			 kernel;	/* a kernel thread */
 	int64_t			 exited_ms;	/* 0: alive */

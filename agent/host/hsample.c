@@ -64,7 +64,8 @@ hsample_kernel_loc(struct hsample *h, struct hgroup *g, uint32_t map,
 	    addr), "[kernel]");
 }
 
-/* The location of a user address of process p. */
+/* The location of a user address of process p: -1 when the address is
+ * in no mapping (left out), -2 when the tables are full. */
 static int64_t
 hsample_user_loc(struct hsample *h, struct hgroup *g,
     const struct hproc *p, uint64_t addr)
@@ -100,7 +101,8 @@ hsample_user_loc(struct hsample *h, struct hgroup *g,
 	if (st != NULL && symtab_offset_to_vaddr(st, addr - pm->start +
 	    pm->pgoff, &vaddr) == 0)
 		name = symtab_lookup(st, vaddr, &sym);
-	return hsample_loc_named(g, map, addr, name, pm->path);
+	li = hsample_loc_named(g, map, addr, name, pm->path);
+	return li < 0 ? -2 : li;
 }
 
 /* CPU time of this thread in ns. */
@@ -122,7 +124,7 @@ hsample_under(struct hsample *h, const struct hproc *p, pid_t pid)
 	for (depth = 0; p != NULL && depth < 64; depth++) {
 		if (p->pid == pid)
 			return 1;
-		if (p->ppid <= 1)
+		if (p->ppid <= 0 || p->ppid == p->pid)
 			return 0;
 		p = hprocs_get(h->procs, p->ppid);
 	}
@@ -168,8 +170,9 @@ hsample_take(struct hsample *h, const struct hperf_sample *s)
 		for (i = 0; i < s->nkips && n < HSAMPLE_MAX_FRAMES; i++) {
 			li = hsample_kernel_loc(h, g, kmap, i == 0 ?
 			    s->kips[i] : s->kips[i] - 1);
-			if (li >= 0)
-				locs[n++] = (uint32_t)li;
+			if (li < 0)
+				goto full;
+			locs[n++] = (uint32_t)li;
 		}
 	}
 	if (s->user_regs) {
@@ -180,6 +183,8 @@ hsample_take(struct hsample *h, const struct hperf_sample *s)
 		for (i = 0; i < nu && n < HSAMPLE_MAX_FRAMES; i++) {
 			li = hsample_user_loc(h, g, p, i == 0 ? pcs[i] :
 			    pcs[i] - 1);
+			if (li == -2)
+				goto full;
 			if (li >= 0)
 				locs[n++] = (uint32_t)li;
 		}
@@ -189,5 +194,11 @@ hsample_take(struct hsample *h, const struct hperf_sample *s)
 		hgroups_sample(g, p->pid, hprocs_exe_name(p), locs, n);
 		h->stats.taken++;
 	}
+	h->stats.spent_ns += hsample_cpu_ns() - t0;
+	return;
+full:
+	/* The period's location tables are full: a stack with frames left
+	 * out would be wrong, so the sample is counted and dropped. */
+	g->dropped++;
 	h->stats.spent_ns += hsample_cpu_ns() - t0;
 }

@@ -63,11 +63,14 @@ hsend_item_free(struct hsend_item *it)
 static void
 hsend_write(struct hsend *s, struct hsend_item *it)
 {
-	char *path, *tmp;
+	char *path, *tmp, *c;
 	size_t off = 0;
 	ssize_t w;
 	int fd;
 
+	for (c = it->service; *c != '\0'; c++)	/* a file name, not a path */
+		if (*c == '/')
+			*c = '_';
 	path = xasprintf("%s/%s-cpu-%llu.pb.gz", s->dir, it->service,
 	    (unsigned long long)++s->seq);
 	tmp = xasprintf("%s.tmp", path);
@@ -157,7 +160,7 @@ hsend_main(void *arg)
 			continue;
 		if (wait < 0 || wait > 1000)
 			wait = 1000;
-		clock_gettime(CLOCK_REALTIME, &ts);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_sec += (wait + ts.tv_nsec / 1000000) / 1000;
 		ts.tv_nsec = ((wait + ts.tv_nsec / 1000000) % 1000) * 1000000;
 		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
@@ -171,10 +174,14 @@ struct hsend *
 hsend_new(const struct hsend_config *c, char **cause)
 {
 	struct hsend *s = xcalloc(1, sizeof *s);
+	pthread_condattr_t ca;
 
 	TAILQ_INIT(&s->items);
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);	/* not the wall's */
+	pthread_cond_init(&s->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	s->queue_max = c->queue_max > 0 ? c->queue_max : 64;
 	if (c->output_dir != NULL) {
 		s->dir = xstrdup(c->output_dir);

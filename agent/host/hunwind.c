@@ -90,11 +90,12 @@ hunwind_walk(struct hobjs *objs, const struct hproc *p, uint64_t own_mntns,
 		if (row != NULL && row->cfa != CFI_CFA_UNKNOWN &&
 		    row->cfa != CFI_CFA_NONE) {
 			rc = unwstep_cfi(hunwind_read, &mem, row, &f, &ra);
-			if (rc == 0 || mem.beyond) {
+			if (rc == 0 || (rc < 0 && mem.beyond)) {
 				*end = rc == 0 ? HUNWIND_OUTERMOST :
 				    HUNWIND_TRUNCATED;
 				return n;
 			}
+			mem.beyond = 0;	/* a lost rbp is not the end */
 		}
 		if (rc < 0) {
 			/* No rule, or one that failed: a frame-pointer step. */

@@ -350,7 +350,7 @@ main_own_mntns(void)
 	return strtoull(link + strcspn(link, "0123456789"), NULL, 10);
 }
 
-/* Replaces ',' and '=' (label syntax) in a label value. */
+/* Replaces ',', '=' and '&' (label and query syntax) in a label value. */
 static void
 main_label_value(char *dst, size_t size, const char *v)
 {
@@ -601,6 +601,7 @@ main_loop(struct main_state *st)
 	main_flush(st);
 }
 
+/* Options, privileges, events, the loop, the last period, the report. */
 int
 main(int argc, char **argv)
 {

@@ -83,8 +83,12 @@ n=$(ls "$T_TMP/dry" | grep -c "^ht-cli-$$-cpu-[0-9]*\.pb\.gz$")
 check "dry run: profiles written as SERVICE-cpu-N.pb.gz ($n)" [ "$n" -ge 2 ]
 is "$(ls "$T_TMP/dry" | grep -vc "^ht-cli-$$-cpu-")" 0 "--exe: nothing else profiled"
 s=$(python3 "$S/test/lib/pprof_stacks.py" --has '^hot_exported$' "$T_TMP"/dry/*.pb.gz)
-check "dry run: the profiles hold the program's samples" \
-    [ "$(printf '%s' "$s" | jq .samples)" -ge 100 ]
+# (2 s of CPU at 99 Hz is some 200 samples on an idle machine; the suite
+# runs four tests at a time on two cores)
+check "dry run: the profiles hold the program's samples ($(printf '%s' "$s" | jq .samples))" \
+    [ "$(printf '%s' "$s" | jq .samples)" -ge 20 ]
+check "dry run: its function named" \
+    awk -v r="$(printf '%s' "$s" | jq '.functions["^hot_exported$"]')" 'BEGIN { exit !(r >= 0.2) }'
 if [ -x "$LISTEN" ]; then
 	check "systemd: READY=1 once sampling" grep -q ' READY=1$' "$T_TMP/notify.out"
 	check "systemd: STATUS says what it samples" grep -q ' STATUS=sampling [0-9]* CPUs at 99 Hz$' "$T_TMP/notify.out"

@@ -1,7 +1,8 @@
 /*
  * Unit tests of the host agent's readers, on what a host gives it:
  * truncated and corrupted copies of Debian's programs and libraries read
- * through the object cache (symbols, CFI tables, a data symbol) without
+ * through the object cache (symbols, CFI tables, a data symbol, a Go
+ * program's .gopclntab) without
  * a fault and within the cache's bound; cgroup files of systemd units,
  * containers and sessions; the service rule in its orders; a kallsyms
  * file with damaged lines; the period's groups at their bounds; a file
@@ -19,6 +20,7 @@
 
 #include "agent/core/cfi.h"
 #include "agent/core/elffile.h"
+#include "agent/core/gopcln.h"
 #include "agent/core/symtab.h"
 #include "agent/host/hgroups.h"
 #include "agent/host/hkernel.h"
@@ -98,6 +100,13 @@ test_section(const uint8_t *b, size_t len, const char *name, size_t *off,
 	return -1;
 }
 
+/* gopcln_read's callback: touches the name as a symbol table would. */
+static void
+test_go_add(void *arg, uint64_t addr, uint64_t size, const char *name)
+{
+	*(uint64_t *)arg += addr + size + strlen(name);
+}
+
 /* Reads one damaged copy every way the agent does; 1 if anything read. */
 static int
 test_read_variant(struct hobjs *objs, const char *path, unsigned n)
@@ -127,8 +136,11 @@ test_read_variant(struct hobjs *objs, const char *path, unsigned n)
 			cfi_find(t, t->base + (test_rand() & 0xfffff));
 	}
 	if ((base = elffile_map(path, &size, NULL)) != NULL) {
-		if (elffile_ehdr(base, size, NULL) != NULL)
+		if (elffile_ehdr(base, size, NULL) != NULL) {
 			elffile_symbol(base, size, "environ", &v);
+			if (gopcln_read(base, size, test_go_add, &v) > 0)
+				any = 1;
+		}
 		munmap(base, size);
 	}
 	hobjs_trim(objs);
@@ -197,6 +209,24 @@ test_damage(const char *src, unsigned variants)
 	free(buf);
 	free(orig);
 	hobjs_free(objs);
+}
+
+/* A Go program's .gopclntab names its functions. */
+static void
+test_gopcln(const char *path)
+{
+	uint64_t sum = 0;
+	size_t size;
+	void *base;
+	long n;
+
+	if ((base = elffile_map(path, &size, NULL)) == NULL) {
+		ok(1, "# SKIP %s not installed", path);
+		return;
+	}
+	n = gopcln_read(base, size, test_go_add, &sum);
+	ok(n > 1000, "gopcln: %s's .gopclntab names %ld functions", path, n);
+	munmap(base, size);
 }
 
 /* A cgroup file's unit and container. */
@@ -303,7 +333,7 @@ test_kallsyms(void)
 static void
 test_groups(void)
 {
-	struct hgroups gs = { NULL, 0, 4 };
+	struct hgroups gs = { .max = 4 };
 	struct hgroups_map m;
 	struct hgroup *g, *o;
 	uint32_t locs[1], map;
@@ -426,6 +456,8 @@ main(void)
 	test_damage("/usr/lib/x86_64-linux-gnu/liblzma.so.5", 120);
 	test_damage("/usr/lib/x86_64-linux-gnu/libc.so.6", 45);
 	test_damage("/usr/bin/python3.11", 12);
+	test_damage("/usr/lib/go-1.19/bin/gofmt", 24);	/* .gopclntab */
+	test_gopcln("/usr/lib/go-1.19/bin/gofmt");
 	test_cgroup("0::/system.slice/nginx.service\n", "nginx.service", NULL);
 	test_cgroup("12:pids:/system.slice/redis-server.service\n"
 	    "1:name=systemd:/system.slice/redis-server.service\n",
