@@ -3,9 +3,9 @@
  * lives: the defined symbol __environ (or environ) of the process's
  * executable (a copy relocation, or a static program), else of its libc
  * (a mapping whose file is libc.so.6), at the load bias of that mapping:
- * its start less the link address of its file offset. The symbol's link address is cached per
- * object (by the mapping's cache key). At most HENV_MAX_VARS pointers
- * and HENV_MAX_LEN bytes of each string are read.
+ * its start less the link address of its file offset. The symbol's link
+ * address is cached per object (by the mapping's cache key). At most
+ * HENV_MAX_VARS pointers and HENV_MAX_LEN bytes of each string are read.
  */
 #include <sys/uio.h>
 

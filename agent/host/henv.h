@@ -4,8 +4,9 @@
  * written to, which programs that set their process title (nginx,
  * redis-server, postgres) overwrite early; their environment lives on in
  * copies that libc's environ points at. This reads environ's value (the
- * symbol's address from the process's libc, or a static executable's
- * own), then the array and the strings, with process_vm_readv: bounded
+ * symbol's address from the process's executable, where a copy
+ * relocation or static linking puts it, else from its libc), then the
+ * array and the strings, with process_vm_readv: bounded
  * reads that fail cleanly, never a fault.
  */
 #ifndef PROFD_AGENT_HENV_H
