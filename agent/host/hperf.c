@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/host/hperf.h"
@@ -32,6 +33,7 @@
 			 (1ULL << PERF_REG_X86_SP) | (1ULL << PERF_REG_X86_IP))
 #define HPERF_MAX_CPUS	4096
 #define HPERF_MAX_KIPS	128	/* kernel frames kept */
+#define HPERF_HORIZON_NS 20000000ULL	/* records this young wait */
 
 /* A record copied out of its ring, to be sorted by time. */
 struct hperf_rec {
@@ -148,6 +150,8 @@ hperf_attr(const struct hperf_config *c, struct perf_event_attr *a)
 	a->task = 1;
 	a->disabled = 1;
 	a->watermark = 1;	/* wakeup_watermark: set by the caller */
+	a->use_clockid = 1;	/* times comparable with hperf_horizon's */
+	a->clockid = CLOCK_MONOTONIC;
 }
 
 /* Opens the events (see hperf.h). */
@@ -496,32 +500,68 @@ hperf_rec_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* CLOCK_MONOTONIC in ns: the events' clock (use_clockid). */
+static uint64_t
+hperf_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 /*
- * Parses every ring (see hperf.h): all rings' records are copied out
- * first and handed over in time order, so that a fork seen on one CPU
- * comes before the child's exec and samples seen on another.
+ * Keeps the records from index first on (sorted) for the next drain:
+ * their bytes move to the arena's start.
+ */
+static void
+hperf_keep(struct hperf *h, size_t first)
+{
+	uint8_t *a;
+	size_t i, len = 0;
+
+	for (i = first; i < h->nrecs; i++)
+		len += h->recs[i].len;
+	a = xmalloc(len > 0 ? len : 1);
+	len = 0;
+	for (i = first; i < h->nrecs; i++) {
+		memcpy(a + len, h->arena + h->recs[i].off, h->recs[i].len);
+		h->recs[i - first] = h->recs[i];
+		h->recs[i - first].off = len;
+		h->recs[i - first].seq = i - first;
+		len += h->recs[i].len;
+	}
+	h->nrecs -= first;
+	free(h->arena);
+	h->arena = a;
+	h->arena_len = h->arena_cap = len;
+}
+
+/*
+ * Parses the rings (see hperf.h). All rings' records are copied out and
+ * sorted by time (the events' clock is CLOCK_MONOTONIC), and only those
+ * older than HPERF_HORIZON_NS before the drain began are handed over:
+ * a record is written to its ring microseconds after its time, so by then
+ * every ring holds all records up to that time, and a fork seen on one
+ * CPU comes before its child's exec and samples seen on another. The
+ * younger ones wait for the next drain (all of them with flush, at the
+ * end).
  */
 size_t
-hperf_drain(struct hperf *h, const struct hperf_ops *ops, void *arg)
+hperf_drain(struct hperf *h, const struct hperf_ops *ops, void *arg,
+    int flush)
 {
+	uint64_t horizon = hperf_now_ns() - HPERF_HORIZON_NS;
 	size_t i, n;
 
-	h->arena_len = 0;
-	h->nrecs = 0;
 	for (i = 0; i < h->n; i++)
 		hperf_copy_ring(h, &h->rings[i]);
 	if (h->nrecs > 1)
 		qsort(h->recs, h->nrecs, sizeof *h->recs, hperf_rec_cmp);
-	for (i = 0; i < h->nrecs; i++)
-		hperf_record(h, h->arena + h->recs[i].off, h->recs[i].len, ops,
+	for (n = 0; n < h->nrecs && (flush || h->recs[n].time < horizon); n++)
+		hperf_record(h, h->arena + h->recs[n].off, h->recs[n].len, ops,
 		    arg);
-	n = h->nrecs;
-	/* A burst's memory is not kept. */
-	if (h->arena_cap > (4U << 20)) {
-		free(h->arena);
-		h->arena = NULL;
-		h->arena_cap = 0;
-	}
+	hperf_keep(h, n);
 	return n;
 }
 

@@ -4,7 +4,7 @@
  * a copy of the top of the user stack and the kernel call chain with
  * every sample, and the task, comm and mmap records that keep the process
  * table (hprocs.c) true. Records are parsed here and handed to the
- * caller's callbacks in time order across the rings within each drain.
+ * caller's callbacks in time order across all the rings.
  */
 #ifndef PROFD_AGENT_HPERF_H
 #define PROFD_AGENT_HPERF_H
@@ -70,9 +70,13 @@ struct hperf_stats {
 struct hperf	*hperf_open(const struct hperf_config *, char **cause);
 /* The descriptors to poll (one per ring). */
 size_t		 hperf_fds(const struct hperf *, int *fds, size_t max);
-/* Parses every record waiting in every ring. Returns records read. */
+/*
+ * Parses the records waiting in the rings, in time order, up to 20 ms
+ * before now (younger ones wait for the next call; flush: all of them).
+ * Returns the records parsed.
+ */
 size_t		 hperf_drain(struct hperf *, const struct hperf_ops *,
-		    void *arg);
+		    void *arg, int flush);
 /* Counters so far. */
 void		 hperf_stats(const struct hperf *, struct hperf_stats *);
 /* Number of rings (CPUs). */

@@ -380,6 +380,27 @@ hprocs_describe(struct hprocs *t, struct hproc *p)
 	}
 }
 
+/*
+ * A forked process that runs its parent's program and has no service of
+ * its own in its environment takes its parent's (nginx's workers, whose
+ * environment nginx empties, read before the fork's record arrived).
+ */
+static void
+hprocs_inherit(struct hprocs *t, struct hproc *p)
+{
+	struct hproc *parent;
+
+	if (p->env_service != NULL || p->ppid <= 1 ||
+	    (parent = hprocs_lookup(t, p->ppid)) == NULL)
+		return;
+	if (!parent->described && parent->exited_ms == 0)
+		hprocs_describe(t, parent);
+	if (parent->env_service == NULL || p->exe == NULL ||
+	    parent->exe == NULL || strcmp(p->exe, parent->exe) != 0)
+		return;
+	p->env_service = xstrdup(parent->env_service);
+}
+
 /* Reads a process from /proc: comm, namespace, mappings. */
 static struct hproc *
 hprocs_load(struct hprocs *t, pid_t pid)
@@ -411,6 +432,7 @@ hprocs_load(struct hprocs *t, pid_t pid)
 	}
 	maps_clear(&m);
 	hprocs_describe(t, p);
+	hprocs_inherit(t, p);
 	return p;
 }
 
@@ -528,6 +550,7 @@ hprocs_fork(struct hprocs *t, pid_t pid, pid_t ppid, pid_t tid)
 	 */
 	if ((p = hprocs_lookup(t, pid)) != NULL && p->exited_ms == 0) {
 		p->ppid = ppid;
+		hprocs_inherit(t, p);
 		return;
 	}
 	p = hprocs_add(t, pid);

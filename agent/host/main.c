@@ -584,7 +584,7 @@ main_loop(struct main_state *st)
 	reaped = st->period_mono;
 	while (!main_stop) {
 		poll(pfd, n, MAIN_POLL_MS);
-		hperf_drain(st->perf, &ops, st);
+		hperf_drain(st->perf, &ops, st, 0);
 		now = hprocs_now_ms();
 		if (now - reaped >= 1000) {
 			hprocs_reap(st->hs.procs, MAIN_REAP_GRACE_MS);
@@ -597,7 +597,7 @@ main_loop(struct main_state *st)
 				st->period_mono = now;	/* fell behind */
 		}
 	}
-	hperf_drain(st->perf, &ops, st);
+	hperf_drain(st->perf, &ops, st, 1);
 	main_flush(st);
 }
 
