@@ -88,8 +88,13 @@ henv_lookup(const struct hproc *p, const struct hprocs_map *m)
 	path = xasprintf("/proc/%d/root%s", (int)p->pid, m->path);
 	base = elffile_map(path, &size, NULL);
 	free(path);
-	if (base == NULL)
-		return s;
+	if (base == NULL) {
+		/* Not readable through this process (it is gone): another
+		 * one may read it; nothing is cached. */
+		free(s->key);
+		s->key = NULL;
+		return NULL;
+	}
 	memset(&ph, 0, sizeof ph);
 	if (elffile_ehdr(base, size, NULL) == NULL ||
 	    elffile_phdrs(base, size, 0, &ph, NULL) != 0 ||

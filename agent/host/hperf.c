@@ -178,7 +178,7 @@ hperf_open(const struct hperf_config *c, char **cause)
 	h->page = (size_t)sysconf(_SC_PAGESIZE);
 	h->rings = xcalloc(ncpus, sizeof *h->rings);
 	hperf_attr(c, &attr);
-	attr.wakeup_watermark = (uint32_t)(pages * h->page / 4);
+	attr.wakeup_watermark = (uint32_t)(128 * h->page / 4);	/* 128 KiB */
 	for (i = 0; i < ncpus; i++) {
 		if ((fd = hperf_syscall(&attr, -1, (int)cpus[i])) < 0) {
 			err = errno;
@@ -198,6 +198,13 @@ hperf_open(const struct hperf_config *c, char **cause)
 		}
 		m = mmap(NULL, (pages + 1) * h->page, PROT_READ | PROT_WRITE,
 		    MAP_SHARED, fd, 0);
+		/* Past the locked-memory allowance (perf_event_mlock_kb per
+		 * CPU, without CAP_IPC_LOCK): the allowance's size. */
+		while (m == MAP_FAILED && errno == EPERM && pages > 128) {
+			pages /= 2;
+			m = mmap(NULL, (pages + 1) * h->page, PROT_READ |
+			    PROT_WRITE, MAP_SHARED, fd, 0);
+		}
 		if (m == MAP_FAILED) {
 			err = errno;
 			close(fd);

@@ -334,7 +334,29 @@ hprocs_parse_cgroup(struct hproc *p, const char *text)
 }
 
 /*
- * Reads a process's environment, cgroup and executable. The environment
+ * The executable's path as the process's mappings name it: /proc/PID/exe
+ * is seen from the agent's root, so a chroot's or a container's program
+ * reads longer than its mapping's path (its tail).
+ */
+static const char *
+hprocs_exe_path(const struct hproc *p, const char *exe)
+{
+	size_t i, len = strlen(exe), ml;
+
+	for (i = 0; i < p->nmaps; i++)
+		if (strcmp(p->maps[i].path, exe) == 0)
+			return exe;
+	for (i = 0; i < p->nmaps; i++) {
+		ml = strlen(p->maps[i].path);
+		if (p->maps[i].path[0] == '/' && ml < len &&
+		    strcmp(exe + len - ml, p->maps[i].path) == 0)
+			return p->maps[i].path;
+	}
+	return exe;
+}
+
+/*
+ * Reads a process's executable, environment and cgroup. The environment
  * read, if it works, decides PROFD_SERVICE (a name inherited through fork
  * is kept only when the process cannot be read any more). The buffer is
  * the table's own (a SIGBUS in henv.c, which jumps out of here, leaks
@@ -348,6 +370,12 @@ hprocs_describe(struct hprocs *t, struct hproc *p)
 	ssize_t n, r;
 
 	p->described = 1;
+	/* The executable first: the live environment may be its own. */
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)p->pid);
+	if (p->exe == NULL && (r = readlink(path, exe, sizeof exe - 1)) > 0) {
+		exe[r] = '\0';
+		p->exe = xstrdup(hprocs_exe_path(p, exe));
+	}
 	if (t->buf == NULL)
 		t->buf = xmalloc(HPROCS_ENV_MAX + 1);
 	buf = t->buf;
@@ -373,12 +401,9 @@ hprocs_describe(struct hprocs *t, struct hproc *p)
 	}
 	if (hprocs_read(p->pid, "cgroup", buf, 65536) > 0)
 		hprocs_parse_cgroup(p, buf);
-	snprintf(path, sizeof path, "/proc/%d/exe", (int)p->pid);
-	if (p->exe == NULL && (r = readlink(path, exe, sizeof exe - 1)) > 0) {
-		exe[r] = '\0';
-		p->exe = xstrdup(exe);
-	}
 }
+
+static struct hproc *hprocs_load(struct hprocs *, pid_t, int);
 
 /*
  * A forked process that runs its parent's program and has no service of
@@ -390,8 +415,11 @@ hprocs_inherit(struct hprocs *t, struct hproc *p)
 {
 	struct hproc *parent;
 
-	if (p->env_service != NULL || p->ppid <= 1 ||
-	    (parent = hprocs_lookup(t, p->ppid)) == NULL)
+	if (p->env_service != NULL || p->ppid <= 1)
+		return;
+	/* Its parent's records may have been lost in a full ring too. */
+	if ((parent = hprocs_lookup(t, p->ppid)) == NULL &&
+	    (parent = hprocs_load(t, p->ppid, 0)) == NULL)
 		return;
 	if (!parent->described && parent->exited_ms == 0)
 		hprocs_describe(t, parent);
@@ -401,9 +429,12 @@ hprocs_inherit(struct hprocs *t, struct hproc *p)
 	p->env_service = xstrdup(parent->env_service);
 }
 
-/* Reads a process from /proc: comm, namespace, mappings. */
+/*
+ * Reads a process from /proc: comm, namespace, mappings; with inherit,
+ * what it takes from its parent (hprocs_inherit, one level up only).
+ */
 static struct hproc *
-hprocs_load(struct hprocs *t, pid_t pid)
+hprocs_load(struct hprocs *t, pid_t pid, int inherit)
 {
 	char buf[512], path[64];
 	struct maps m;
@@ -432,7 +463,8 @@ hprocs_load(struct hprocs *t, pid_t pid)
 	}
 	maps_clear(&m);
 	hprocs_describe(t, p);
-	hprocs_inherit(t, p);
+	if (inherit)
+		hprocs_inherit(t, p);
 	return p;
 }
 
@@ -445,10 +477,10 @@ hprocs_get(struct hprocs *t, pid_t pid)
 	if (pid <= 0)
 		return NULL;
 	if ((p = hprocs_lookup(t, pid)) == NULL)
-		return hprocs_load(t, pid);
+		return hprocs_load(t, pid, 1);
 	/* Made by a fork or exec whose records came before we knew it. */
 	if (p->nmaps == 0 && !p->kernel && p->exited_ms == 0 &&
-	    (q = hprocs_load(t, pid)) != NULL)
+	    (q = hprocs_load(t, pid, 1)) != NULL)
 		return q;
 	if (!p->described && p->exited_ms == 0)
 		hprocs_describe(t, p);
@@ -655,7 +687,7 @@ hprocs_scan(struct hprocs *t)
 		if (*end != '\0' || pid <= 0 || pid > INT_MAX ||
 		    hprocs_lookup(t, (pid_t)pid) != NULL)
 			continue;
-		if (hprocs_load(t, (pid_t)pid) != NULL)
+		if (hprocs_load(t, (pid_t)pid, 1) != NULL)
 			n++;
 	}
 	closedir(dir);

@@ -57,7 +57,8 @@ prog: $(OBJS)
 	$(CC) -O2 -c -o $@ $<
 MK
 
-"$HA" --collector "$PROFD_URL" --hz 99 --period 3s >"$T_TMP/ha.log" 2>&1 &
+"$HA" --collector "$PROFD_URL" --hz 99 --period 3s --verbose \
+    >"$T_TMP/ha.log" 2>&1 &
 hpid=$!
 for i in $(seq 1 100); do
 	grep -q 'sampling' "$T_TMP/ha.log" && break
@@ -140,7 +141,9 @@ summary() {
 }
 
 # nginx
-is "$(merged "ht-nginx-$t")" 200 "nginx: profiles"
+code=$(merged "ht-nginx-$t")
+is "$code" 200 "nginx: profiles"
+[ "$code" = 200 ] || grep "exe=nginx" "$T_TMP/ha.log" | head -5 | sed "s/^/# /"
 s=$(summary "ht-nginx-$t" --has '^ngx_')
 diag "nginx: $(printf '%s' "$s" | jq -c '{samples, reach, top: .top[:4], labels, bad_frames}' | cut -c 1-700)"
 diag "nginx workers: $workers"
