@@ -658,7 +658,7 @@ main(int argc, char **argv)
 	memset(&pc, 0, sizeof pc);
 	pc.hz = o.hz;
 	pc.stack_size = o.stack_size;
-	pc.ring_pages = 512;	/* 2 MiB a CPU, or what is allowed */
+	pc.ring_pages = 128;	/* 512 KiB a CPU: 32 MiB on 64 CPUs */
 	if ((st.perf = hperf_open(&pc, &cause)) == NULL)
 		main_die("%s", cause);
 	main_check_proc();
