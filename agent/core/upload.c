@@ -779,6 +779,25 @@ upload_set_hook(struct upload *u, upload_hook_cb hook, void *arg)
 	u->hook_arg = arg;
 }
 
+/* Queues a profile for target (NULL: upload.target; taken), dropping the
+ * oldest waiting one when the queue is full. */
+static void
+upload_enqueue(struct upload *u, uint8_t *data, size_t len, char *target)
+{
+	struct upload_item *it;
+
+	if (u->queued >= u->queue_max) {
+		upload_pop(u);
+		u->stats.dropped++;
+	}
+	it = xcalloc(1, sizeof *it);
+	it->data = data;
+	it->len = len;
+	it->target = target;
+	TAILQ_INSERT_TAIL(&u->queue, it, entry);
+	u->queued++;
+}
+
 /* Queues one profile; drops the oldest waiting one if full. */
 void
 upload_push(struct upload *u, uint8_t *data, size_t len)
@@ -791,28 +810,19 @@ void
 upload_push_as(struct upload *u, uint8_t *data, size_t len,
     const char *type, const char *label)
 {
-	struct upload_item *it;
-	char *el = NULL;
+	char *el = NULL, *target = NULL;
 
-	if (u->queued >= u->queue_max) {
-		upload_pop(u);
-		u->stats.dropped++;
-	}
-	it = xcalloc(1, sizeof *it);
-	it->data = data;
-	it->len = len;
 	if (type != NULL) {
 		if (label != NULL)
 			el = upload_escape_labels(label);
-		it->target = xasprintf("%s&type=%s%s%s%s%s", u->base, type,
+		target = xasprintf("%s&type=%s%s%s%s%s", u->base, type,
 		    u->elab != NULL || el != NULL ? "&labels=" : "",
 		    u->elab != NULL ? u->elab : "",
 		    u->elab != NULL && el != NULL ? "," : "",
 		    el != NULL ? el : "");
 		free(el);
 	}
-	TAILQ_INSERT_TAIL(&u->queue, it, entry);
-	u->queued++;
+	upload_enqueue(u, data, len, target);
 }
 
 /* Queues a profile of another service, with more labels (upload.h). */
@@ -820,27 +830,18 @@ void
 upload_push_to(struct upload *u, uint8_t *data, size_t len,
     const char *service, const char *labels)
 {
-	struct upload_item *it;
 	char *el = NULL, *esvc;
 
-	if (u->queued >= u->queue_max) {
-		upload_pop(u);
-		u->stats.dropped++;
-	}
-	it = xcalloc(1, sizeof *it);
-	it->data = data;
-	it->len = len;
 	if (labels != NULL && *labels != '\0')
 		el = upload_escape_labels(labels);
 	esvc = upload_escape(service);
-	it->target = xasprintf("%s/api/0/profiles?service=%s&type=cpu%s%s%s%s",
-	    u->prefix, esvc, u->elab != NULL || el != NULL ? "&labels=" : "",
+	upload_enqueue(u, data, len, xasprintf(
+	    "%s/api/0/profiles?service=%s&type=cpu%s%s%s%s", u->prefix, esvc,
+	    u->elab != NULL || el != NULL ? "&labels=" : "",
 	    u->elab != NULL ? u->elab : "",
-	    u->elab != NULL && el != NULL ? "," : "", el != NULL ? el : "");
+	    u->elab != NULL && el != NULL ? "," : "", el != NULL ? el : ""));
 	free(esvc);
 	free(el);
-	TAILQ_INSERT_TAIL(&u->queue, it, entry);
-	u->queued++;
 }
 
 /* Sends what is due; returns ms until the next retry, or -1. */
