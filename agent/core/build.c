@@ -27,6 +27,7 @@
 
 #include "agent/core/build.h"
 #include "agent/core/maps.h"
+#include "agent/core/pyrt.h"
 #include "agent/core/symtab.h"
 #include "common/xmalloc.h"
 
@@ -54,6 +55,9 @@ struct build {
 	struct build_link	*links;		/* cached call targets */
 	char			*exe;		/* /proc/self/exe, or NULL */
 	int			 exe_read;
+	build_namer_fn		*namer;		/* names frame words */
+	void			*namer_ctx;
+	const char		*namer_map;	/* their mapping's name */
 };
 
 /* u64 -> u32 open-addressing map (value + 1 stored, 0 is empty). */
@@ -72,10 +76,14 @@ struct build_strings {
 	size_t			  index_size;
 };
 
+#define BUILD_MAP_NAMER	(-2)	/* build_loc.map of a frame word */
+
 struct build_loc {
 	uint64_t	addr;
-	int		map;		/* index into maps, or -1 */
+	int		map;		/* index into maps, -1 none, or
+					   BUILD_MAP_NAMER */
 	int64_t		func;		/* index into funcs, or -1 */
+	int64_t		line;		/* frame words: their line */
 };
 
 struct build_func {
@@ -111,6 +119,16 @@ build_free(struct build *b)
 	free(b->links);
 	free(b->exe);
 	free(b);
+}
+
+/* Names frame words (PYRT_IS_WORD) with fn, under a mapping named map. */
+void
+build_set_namer(struct build *b, build_namer_fn *fn, void *ctx,
+    const char *map)
+{
+	b->namer = fn;
+	b->namer_ctx = ctx;
+	b->namer_map = map;
 }
 
 /* Overrides the maps file (tests). */
@@ -434,6 +452,8 @@ struct build_prof {
 	size_t				 nfuncs;
 	uint64_t			*locids;	/* per pc of s */
 	uint64_t			*mapid;		/* per mapping: id + 1 */
+	int				 named;		/* frame words met */
+	uint64_t			 named_mapid;	/* their mapping's id */
 	Perftools__Profiles__Mapping	*mp, **mpp;
 	size_t				 nmaps;
 	Perftools__Profiles__Location	*loc, **locp;
@@ -466,6 +486,8 @@ build_refresh_maps(struct build *b, const struct stacks *s, char **cause)
 	for (i = 0; i < s->n && !stale; i++) {
 		for (j = 0; j < s->v[i].n && !stale; j++) {
 			addr = s->pcs[s->v[i].off + j];
+			if (PYRT_IS_WORD(addr))
+				continue;
 			if (j > 0 && addr > 0)
 				addr--;
 			stale = maps_find(&b->maps, addr) == NULL;
@@ -500,7 +522,8 @@ build_prof_locations(struct build_prof *bp)
 	for (i = 0; i < s->n; i++) {
 		for (j = 0; j < s->v[i].n; j++) {
 			addr = s->pcs[s->v[i].off + j];
-			if ((j > 0 || bp->all_ra) && addr > 0)
+			if ((j > 0 || bp->all_ra) && addr > 0 &&
+			    !PYRT_IS_WORD(addr))
 				addr--;
 			li = build_map_get(&bp->locmap, addr, 0, 0);
 			if (li < 0) {
@@ -509,12 +532,40 @@ build_prof_locations(struct build_prof *bp)
 				bp->locs[li].addr = addr;
 				bp->locs[li].map = -1;
 				bp->locs[li].func = -1;
-				if ((me = maps_find(mapsp, addr)) != NULL)
+				if (PYRT_IS_WORD(addr))
+					bp->locs[li].map = BUILD_MAP_NAMER;
+				else if ((me = maps_find(mapsp, addr)) != NULL)
 					bp->locs[li].map = (int)(me - mapsp->v);
 			}
 			bp->locids[s->v[i].off + j] = (uint64_t)li + 1;
 		}
 	}
+}
+
+/* The function and line of a frame word's location, from the namer. */
+static void
+build_prof_named(struct build_prof *bp, struct build_loc *l)
+{
+	const char *name, *file;
+	uint64_t key;
+	int64_t li, ni, fi, line;
+
+	if (bp->b->namer == NULL || bp->b->namer(bp->b->namer_ctx, l->addr,
+	    &name, &file, &line) != 0)
+		return;
+	ni = build_str(&bp->strs, name);
+	fi = build_str(&bp->strs, file);
+	key = (1ULL << 63) | ((uint64_t)ni << 31) | (uint64_t)fi;
+	li = build_map_get(&bp->fnmap, key, 0, 0);
+	if (li < 0) {
+		li = (int64_t)bp->nfuncs++;
+		build_map_get(&bp->fnmap, key, 1, (uint32_t)li);
+		bp->funcs[li].name = ni;
+		bp->funcs[li].file = fi;
+	}
+	l->func = li;
+	l->line = line;
+	bp->named = 1;
 }
 
 /* Functions: resolves each location in its file's symbol table. */
@@ -530,6 +581,8 @@ build_prof_functions(struct build_prof *bp)
 	int64_t li;
 
 	for (i = 0; i < bp->nlocs; i++) {
+		if (bp->locs[i].map == BUILD_MAP_NAMER)
+			build_prof_named(bp, &bp->locs[i]);
 		if (bp->locs[i].map < 0)
 			continue;
 		me = &mapsp->v[bp->locs[i].map];
@@ -574,8 +627,8 @@ build_prof_mappings(struct build_prof *bp)
 			break;
 		}
 	}
-	bp->mp = xcalloc(n, sizeof *bp->mp);
-	bp->mpp = xcalloc(n, sizeof *bp->mpp);
+	bp->mp = xcalloc(n + 1, sizeof *bp->mp);
+	bp->mpp = xcalloc(n + 1, sizeof *bp->mpp);
 	for (k = 0; k < 2; k++) {
 		for (i = 0; i < mapsp->n; i++) {
 			if (bp->mapid[i] != 1)
@@ -601,6 +654,18 @@ build_prof_mappings(struct build_prof *bp)
 			bp->mapid[i] = ++bp->nmaps + 1;	/* id + 1 */
 		}
 	}
+	if (bp->named) {
+		/* The namer's frames: functions, no addresses. */
+		m = &bp->mp[bp->nmaps];
+		perftools__profiles__mapping__init(m);
+		m->id = bp->nmaps + 1;
+		m->filename = build_str(&bp->strs, bp->b->namer_map);
+		m->has_functions = 1;
+		m->has_filenames = 1;
+		m->has_line_numbers = 1;
+		bp->mpp[bp->nmaps++] = m;
+		bp->named_mapid = m->id;
+	}
 }
 
 /* The Location, Line and Function messages from the tables. */
@@ -620,9 +685,14 @@ build_prof_messages(struct build_prof *bp)
 		bp->loc[i].address = bp->locs[i].addr;
 		if (bp->locs[i].map >= 0)
 			bp->loc[i].mapping_id = bp->mapid[bp->locs[i].map] - 1;
+		else if (bp->locs[i].map == BUILD_MAP_NAMER) {
+			bp->loc[i].address = 0;
+			bp->loc[i].mapping_id = bp->named_mapid;
+		}
 		if (bp->locs[i].func >= 0) {
 			perftools__profiles__line__init(&bp->line[i]);
 			bp->line[i].function_id = (uint64_t)bp->locs[i].func + 1;
+			bp->line[i].line = bp->locs[i].line;
 			bp->linep[i] = &bp->line[i];
 			bp->loc[i].n_line = 1;
 			bp->loc[i].line = &bp->linep[i];

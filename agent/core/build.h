@@ -23,6 +23,16 @@ struct build_window {
 
 struct build	*build_new(void);
 void		 build_free(struct build *);
+/*
+ * Names a frame word (a stack entry with PYRT_IS_WORD: a Python frame):
+ * 0 with its function's name and file and its line, or -1 (left
+ * unnamed). The strings must live until the profile is built.
+ */
+typedef int	 build_namer_fn(void *ctx, uint64_t w, const char **name,
+		    const char **file, int64_t *line);
+/* Names frame words with fn, under a mapping named map ("[python]"). */
+void		 build_set_namer(struct build *, build_namer_fn *fn,
+		    void *ctx, const char *map);
 /* Reads mappings from another file than /proc/self/maps (tests). */
 void		 build_set_maps_path(struct build *, const char *path);
 

@@ -186,7 +186,7 @@ elffile_map_debug(const char *build_id, size_t *size)
 /* A defined symbol's value by name (see elffile.h). */
 int
 elffile_symbol(const void *base, size_t size, const char *name,
-    uint64_t *value)
+    uint64_t *value, uint64_t *symsize)
 {
 	const uint8_t *b = base;
 	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
@@ -220,6 +220,8 @@ elffile_symbol(const void *base, size_t size, const char *name,
 			    len + 1) != 0)
 				continue;
 			*value = sym[j].st_value;
+			if (symsize != NULL)
+				*symsize = sym[j].st_size;
 			return 0;
 		}
 	}

@@ -55,10 +55,11 @@ int		 elffile_offset_to_vaddr(const struct elffile_load *loads,
 		    size_t nloads, uint64_t off, uint64_t *vaddr);
 /*
  * The value of the defined symbol name (any type: a function or data)
- * in the .dynsym or .symtab of a checked image. 0 and *value, or -1.
+ * in the .dynsym or .symtab of a checked image. 0 and *value (and its
+ * size into *symsize unless NULL), or -1.
  */
 int		 elffile_symbol(const void *base, size_t size,
-		    const char *name, uint64_t *value);
+		    const char *name, uint64_t *value, uint64_t *symsize);
 /*
  * Maps the separate debug file of build id (hex) when it is installed
  * (/usr/lib/debug/.build-id/xx/yyyy.debug) and is a native ELF file;

@@ -99,8 +99,8 @@ henv_lookup(const struct hproc *p, const struct hprocs_map *m)
 	if (elffile_ehdr(base, size, NULL) == NULL ||
 	    elffile_phdrs(base, size, 0, &ph, NULL) != 0 ||
 	    elffile_offset_to_vaddr(ph.loads, ph.nloads, m->pgoff, &mv) != 0 ||
-	    (elffile_symbol(base, size, "__environ", &v) != 0 &&
-	    elffile_symbol(base, size, "environ", &v) != 0))
+	    (elffile_symbol(base, size, "__environ", &v, NULL) != 0 &&
+	    elffile_symbol(base, size, "environ", &v, NULL) != 0))
 		v = 0;
 	free(ph.loads);
 	munmap(base, size);

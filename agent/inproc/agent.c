@@ -68,6 +68,7 @@
 #include "agent/inproc/heap.h"
 #include "agent/inproc/heapprof.h"
 #include "agent/inproc/pacer.h"
+#include "agent/inproc/pysample.h"
 #include "agent/inproc/settings.h"
 #include "agent/inproc/profd_agent.h"
 #include "agent/inproc/safepoint.h"
@@ -183,11 +184,16 @@ static void
 agent_drain(struct agent *a)
 {
 	struct sampler_stack st;
+	uintptr_t mixed[SAMPLER_MAX_MIXED];
+	uint32_t n;
 
+	pysample_drain_begin();
 	while (sampler_pop(&st)) {
 		st.n = build_fix_leaf(a->build, st.pcs, st.n,
 		    SAMPLER_MAX_FRAMES, st.link);
-		stacks_add(&a->stacks, st.pcs, st.n, st.weight);
+		n = pysample_mix(st.pcs, st.n, st.py, st.npy, st.pyentries,
+		    mixed, SAMPLER_MAX_MIXED);
+		stacks_add(&a->stacks, mixed, n, st.weight);
 	}
 }
 
@@ -337,6 +343,7 @@ agent_window_end(struct agent *a, int disarm)
 	if (a->window_heap)
 		agent_heap_end(a, &w, !disarm);
 	stacks_reset(&a->stacks);
+	pysample_window_done();
 	/* The next window of a continuous run starts where this one ended. */
 	a->win_mono = now;
 	a->win_wall_ns += w.duration_nanos;
@@ -378,6 +385,7 @@ static void
 agent_window_start(struct agent *a, int64_t now, int seconds, int heap)
 {
 	struct timespec wall;
+	const char *msg;
 	char *cause = NULL;
 
 	if (a->off)
@@ -405,6 +413,9 @@ agent_window_start(struct agent *a, int64_t now, int seconds, int heap)
 	/* Samples that arrived after the last window are not ours. */
 	agent_drain(a);
 	stacks_reset(&a->stacks);
+	pysample_window_done();
+	if ((msg = pysample_prepare()) != NULL)
+		agent_log(a, "%s", msg);
 	a->window_heap = heap;
 	if (heap && a->heap == NULL && heap_enabled())
 		a->heap = heapprof_new();
@@ -576,6 +587,7 @@ agent_prepare(struct agent *a)
 	sigmask_real(SIG_UNBLOCK, &set, NULL);
 	pthread_setname_np(pthread_self(), "profd-agent");
 	a->build = build_new();
+	build_set_namer(a->build, pysample_frame, NULL, "[python]");
 	a->drain_ms = sampler_drain_interval(a->cfg.hz, AGENT_RING_SLOTS,
 	    AGENT_DRAIN_MIN_MS, AGENT_DRAIN_MAX_MS);
 	if (a->cfg.collector == NULL)

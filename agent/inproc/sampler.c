@@ -34,6 +34,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "agent/inproc/pysample.h"
 #include "agent/inproc/sampler.h"
 #include "agent/inproc/sigact.h"
 #include "agent/inproc/starter.h"
@@ -118,6 +119,7 @@ sampler_handler(int sig, siginfo_t *si, void *ucv)
 	}
 	slot->st.n = unwind_walk(&regs, slot->st.pcs, SAMPLER_MAX_FRAMES,
 	    &link);
+	slot->st.npy = pysample_record(slot->st.py, &slot->st.pyentries);
 	slot->st.link = link;
 	slot->st.weight = weight;
 	atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
@@ -313,6 +315,9 @@ sampler_pop(struct sampler_stack *out)
 	out->link = slot->st.link;
 	out->weight = slot->st.weight;
 	memcpy(out->pcs, slot->st.pcs, out->n * sizeof out->pcs[0]);
+	out->npy = slot->st.npy;
+	out->pyentries = slot->st.pyentries;
+	memcpy(out->py, slot->st.py, out->npy * sizeof out->py[0]);
 	atomic_store_explicit(&slot->seq, ring_tail + ring_mask + 1,
 	    memory_order_release);
 	ring_tail++;

@@ -10,7 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SAMPLER_MAX_FRAMES	64
+#include "agent/core/pyrt.h"
+
+#define SAMPLER_MAX_FRAMES	64	/* native */
+#define SAMPLER_MAX_MIXED	128	/* native and Python, mixed */
 
 /*
  * One captured stack: pcs[0] is the interrupted pc, then return addresses.
@@ -23,6 +26,9 @@ struct sampler_stack {
 	uint32_t	weight;		/* 1 + the timer's overrun */
 	uintptr_t	link;
 	uintptr_t	pcs[SAMPLER_MAX_FRAMES];
+	uint32_t	npy;		/* Python frames (pysample.h) */
+	uint64_t	pyentries;
+	uint64_t	py[PYRT_MAX_FRAMES];
 };
 
 /* The default signal: SIGRTMAX-4 (see agent/README.md). */

@@ -137,7 +137,7 @@ test_read_variant(struct hobjs *objs, const char *path, unsigned n)
 	}
 	if ((base = elffile_map(path, &size, NULL)) != NULL) {
 		if (elffile_ehdr(base, size, NULL) != NULL) {
-			elffile_symbol(base, size, "environ", &v);
+			elffile_symbol(base, size, "environ", &v, NULL);
 			if (gopcln_read(base, size, test_go_add, &v) > 0)
 				any = 1;
 		}
