@@ -29,6 +29,7 @@
 #include "agent/core/maps.h"
 #include "agent/core/pyrt.h"
 #include "agent/core/symtab.h"
+#include "common/strhash.h"
 #include "common/xmalloc.h"
 
 /* One opened ELF file (or a failed attempt, st == NULL). */
@@ -357,19 +358,6 @@ build_map_free(struct build_map *m)
 	free(m->vals);
 }
 
-/* String hash (FNV-1a). */
-static uint64_t
-build_str_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s != '\0'; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
 /* Interns s (not copied; must outlive the build); returns its index. */
 static int64_t
 build_str(struct build_strings *t, const char *s)
@@ -381,13 +369,14 @@ build_str(struct build_strings *t, const char *s)
 		t->index_size = t->index_size ? t->index_size * 2 : 1024;
 		t->index = xcalloc(t->index_size, sizeof *t->index);
 		for (i = 0; i < t->n; i++) {
-			j = build_str_hash(t->v[i]) & (t->index_size - 1);
+			j = strhash_str(STRHASH_INIT, t->v[i]) &
+			    (t->index_size - 1);
 			while (t->index[j] != 0)
 				j = (j + 1) & (t->index_size - 1);
 			t->index[j] = (uint32_t)(i + 1);
 		}
 	}
-	j = build_str_hash(s) & (t->index_size - 1);
+	j = strhash_str(STRHASH_INIT, s) & (t->index_size - 1);
 	while (t->index[j] != 0) {
 		if (strcmp(t->v[t->index[j] - 1], s) == 0)
 			return t->index[j] - 1;

@@ -22,6 +22,7 @@
 static const struct pyrt_offsets pyrt_311 = {
 	.rt_interp_head = 40, .is_threads_head = 16, .ts_next = 8,
 	.ts_native_tid = 160, .ts_cframe = 56, .cf_current = 8,
+	.cf_previous = 16,
 	.ts_current = -1, .fr_code = 32, .fr_previous = 48, .fr_instr = 56,
 	.fr_owner = 69, .fr_is_entry = 68, .fr_size = PYRT_FRAME_BYTES,
 	.co_firstlineno = 72, .co_filename = 112, .co_name = 120,
@@ -33,6 +34,7 @@ static const struct pyrt_offsets pyrt_311 = {
 static const struct pyrt_offsets pyrt_312 = {
 	.rt_interp_head = 40, .is_threads_head = 72, .ts_next = 8,
 	.ts_native_tid = 144, .ts_cframe = 56, .cf_current = 0,
+	.cf_previous = 8,
 	.ts_current = -1, .fr_code = 0, .fr_previous = 8, .fr_instr = 56,
 	.fr_owner = 70, .fr_is_entry = -1, .fr_size = PYRT_FRAME_BYTES,
 	.co_firstlineno = 68, .co_filename = 112, .co_name = 120,
@@ -113,7 +115,7 @@ pyrt_debug_offsets(struct pyrt *rt, pyrt_read_fn read, void *ctx,
 			*why = "its _Py_DebugOffsets do not check out";
 			return -1;
 		}
-	o->ts_cframe = o->cf_current = -1;
+	o->ts_cframe = o->cf_current = o->cf_previous = -1;
 	o->fr_is_entry = -1;
 	o->fr_size = PYRT_FRAME_BYTES;
 	o->uni_compact_size = o->uni_ascii_size + 16;
@@ -253,6 +255,38 @@ uint32_t
 pyrt_walk(const struct pyrt *rt, pyrt_read_fn read, void *ctx,
     uint64_t tstate, uint64_t *words, uint32_t max, uint64_t *entries)
 {
+	return pyrt_walk_frames(rt, read, ctx, tstate, words, NULL, max,
+	    entries);
+}
+
+/* The frame running when the stack copy was taken (see pyrt.h). */
+int
+pyrt_sampled_frame(const struct pyrt *rt, pyrt_read_fn read, void *ctx,
+    uint64_t tstate, const uint8_t *stack, uint64_t sp, uint64_t size,
+    uint64_t *frame)
+{
+	const struct pyrt_offsets *o = &rt->off;
+	uint64_t cf;
+	int i;
+
+	if (o->ts_cframe < 0 || size < 16)
+		return -1;
+	cf = pyrt_word(read, ctx, tstate + o->ts_cframe);
+	/* Activations begun since lie below sp: go out to the copy. */
+	for (i = 0; cf != 0 && cf < sp && i < PYRT_MAX_FRAMES; i++)
+		cf = pyrt_word(read, ctx, cf + o->cf_previous);
+	if (cf < sp || cf - sp > size - 8 - (uint64_t)o->cf_current)
+		return -1;
+	memcpy(frame, stack + (cf - sp) + o->cf_current, 8);
+	return *frame != 0 ? 0 : -1;
+}
+
+/* Walks the frames of tstate, with their addresses (see pyrt.h). */
+uint32_t
+pyrt_walk_frames(const struct pyrt *rt, pyrt_read_fn read, void *ctx,
+    uint64_t tstate, uint64_t *words, uint64_t *frames, uint32_t max,
+    uint64_t *entries)
+{
 	const struct pyrt_offsets *o = &rt->off;
 	uint64_t frame, code, instr, seen[PYRT_MAX_FRAMES * 2];
 	uint8_t f[PYRT_FRAME_BYTES];
@@ -284,6 +318,8 @@ pyrt_walk(const struct pyrt *rt, pyrt_read_fn read, void *ctx,
 			    (int64_t)(code + (uint64_t)o->co_code)) / 2;
 			/* A frame being set up has no instruction yet. */
 			if (idx >= 0 && code < (1ULL << 47) && (code & 7) == 0) {
+				if (frames != NULL)
+					frames[n] = frame;
 				words[n] = PYRT_WORD(code, (uint64_t)idx);
 				if (o->fr_is_entry >= 0 && f[o->fr_is_entry])
 					*entries |= 1ULL << n;
@@ -328,13 +364,18 @@ pyrt_groups(uint32_t nwords, uint64_t entries)
 uint32_t
 pyrt_mix(const struct pyrt *rt, const uint64_t *pcs, uint32_t n,
     const uint64_t *words, uint32_t nwords, uint64_t entries,
-    uint64_t *out, uint32_t max)
+    uint32_t keep, uint64_t *out, uint32_t max)
 {
 	uint32_t i, w = 0, k = 0;
 
 	for (i = 0; i < n && k < max; i++) {
 		if (w >= nwords ||
 		    !pyrt_in_eval(rt, pcs[i] - (i > 0 && pcs[i] > 0))) {
+			out[k++] = pcs[i];
+			continue;
+		}
+		if (keep > 0) {
+			keep--;
 			out[k++] = pcs[i];
 			continue;
 		}
@@ -348,4 +389,20 @@ pyrt_mix(const struct pyrt *rt, const uint64_t *pcs, uint32_t n,
 	while (w < nwords && k < max)
 		out[k++] = words[w++];
 	return k;
+}
+
+/* Drops the k leaf-most activations of a walk's frames. */
+void
+pyrt_drop_groups(uint64_t *words, uint32_t *nwords, uint64_t *entries,
+    uint32_t k)
+{
+	uint32_t w = 0;
+
+	while (k > 0 && w < *nwords) {
+		if ((*entries >> w++) & 1)
+			k--;
+	}
+	memmove(words, words + w, (*nwords - w) * sizeof *words);
+	*entries = w < 64 ? *entries >> w : 0;
+	*nwords -= w;
 }

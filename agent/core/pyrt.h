@@ -40,6 +40,7 @@ struct pyrt_offsets {
 	int	ts_native_tid;		/* tstate->native_thread_id */
 	int	ts_cframe;		/* tstate->cframe (3.11, 3.12) */
 	int	cf_current;		/* cframe->current_frame */
+	int	cf_previous;		/* cframe->previous */
 	int	ts_current;		/* tstate->current_frame (3.13) */
 	int	fr_code;		/* frame->f_code / f_executable */
 	int	fr_previous;
@@ -110,6 +111,24 @@ uint64_t pyrt_tstate(const struct pyrt *, pyrt_read_fn, void *ctx,
 uint32_t pyrt_walk(const struct pyrt *, pyrt_read_fn, void *ctx,
 	    uint64_t tstate, uint64_t *words, uint32_t max,
 	    uint64_t *entries);
+/*
+ * pyrt_walk, also the address of each recorded frame into frames (may
+ * be NULL).
+ */
+uint32_t pyrt_walk_frames(const struct pyrt *, pyrt_read_fn, void *ctx,
+	    uint64_t tstate, uint64_t *words, uint64_t *frames, uint32_t max,
+	    uint64_t *entries);
+/*
+ * The frame a thread was running when a copy of its stack [sp, sp +
+ * size) was taken: 3.11 and 3.12 keep each evaluator activation's
+ * _PyCFrame on the C stack, its current_frame updated at every Python
+ * call and return, so the innermost one inside the copy tells. 0 and
+ * *frame, or -1 (3.13 keeps it in the thread state; or no activation's
+ * _PyCFrame lies in the copy).
+ */
+int	pyrt_sampled_frame(const struct pyrt *, pyrt_read_fn, void *ctx,
+	    uint64_t tstate, const uint8_t *stack, uint64_t sp, uint64_t size,
+	    uint64_t *frame);
 /* Evaluator frames among native pcs (leaf first, return addresses
  * after the first). */
 uint32_t pyrt_activations(const struct pyrt *, const uint64_t *pcs,
@@ -119,12 +138,19 @@ uint32_t pyrt_groups(uint32_t nwords, uint64_t entries);
 /*
  * Mixed mode: the native pcs (leaf first) with each evaluator frame
  * replaced by its activation's Python frames (words as pyrt_walk gives
- * them), into out (at most max). Python frames left over when the native
- * walk ended first go at the root; evaluator frames with no Python frames
- * left stay native. Returns the count.
+ * them), into out (at most max); the keep leaf-most evaluator frames stay
+ * native. Python frames left over when the native walk ended first go at
+ * the root; evaluator frames with no Python frames left stay native.
+ * Returns the count.
  */
 uint32_t pyrt_mix(const struct pyrt *, const uint64_t *pcs, uint32_t n,
 	    const uint64_t *words, uint32_t nwords, uint64_t entries,
-	    uint64_t *out, uint32_t max);
+	    uint32_t keep, uint64_t *out, uint32_t max);
+/*
+ * Drops the k leaf-most activations of a walk's frames (words, *nwords,
+ * *entries as pyrt_walk gives them).
+ */
+void	pyrt_drop_groups(uint64_t *words, uint32_t *nwords,
+	    uint64_t *entries, uint32_t k);
 
 #endif

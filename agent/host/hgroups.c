@@ -11,6 +11,7 @@
 
 #include "agent/core/stacks.h"
 #include "agent/host/hgroups.h"
+#include "common/strhash.h"
 #include "common/xmalloc.h"
 
 /* Mixes a key pair. */
@@ -84,19 +85,6 @@ hgroups_index_free(struct hgroups_index *x)
 	memset(x, 0, sizeof *x);
 }
 
-/* FNV-1a. */
-static uint64_t
-hgroups_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s != '\0'; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
 /* Strings compare: (struct hgroup, candidate) for hgroups_slot. */
 struct hgroups_streq {
 	struct hgroup	*g;
@@ -119,8 +107,8 @@ hgroups_str(struct hgroup *g, const char *s)
 	struct hgroups_streq q = { g, s };
 	uint32_t *v;
 
-	v = hgroups_slot(&g->str_index, hgroups_hash(s), 0, hgroups_str_eq,
-	    &q);
+	v = hgroups_slot(&g->str_index, strhash_str(STRHASH_INIT, s), 0,
+	    hgroups_str_eq, &q);
 	if (*v != 0)
 		return *v - 1;
 	if (g->nstrs == g->strs_cap) {
@@ -242,6 +230,14 @@ int64_t
 hgroups_loc_add(struct hgroup *g, uint32_t map, uint64_t addr,
     const char *name, const char *file)
 {
+	return hgroups_loc_add_line(g, map, addr, name, file, 0);
+}
+
+/* Adds a location with its line (see hgroups.h). */
+int64_t
+hgroups_loc_add_line(struct hgroup *g, uint32_t map, uint64_t addr,
+    const char *name, const char *file, int64_t line)
+{
 	int64_t func;
 	uint32_t *v;
 
@@ -258,6 +254,7 @@ hgroups_loc_add(struct hgroup *g, uint32_t map, uint64_t addr,
 	g->locs[g->nlocs].map = map;
 	g->locs[g->nlocs].addr = addr;
 	g->locs[g->nlocs].func = func;
+	g->locs[g->nlocs].line = line;
 	*v = (uint32_t)++g->nlocs;
 	g->loc_index.n++;
 	g->gs->locs++;

@@ -38,12 +38,15 @@ struct hgroups_map {
 	uint64_t	 start, limit, pgoff;
 	uint32_t	 path, build_id;	/* strings */
 	int		 is_exe;
+	int		 named;		/* frames by name, not address
+					   ("[python]"): addresses are keys */
 };
 
 struct hgroups_loc {
 	uint32_t	 map;
 	uint64_t	 addr;
 	int64_t		 func;		/* -1: no name */
+	int64_t		 line;		/* 0: none */
 };
 
 struct hgroups_func {
@@ -104,6 +107,10 @@ int64_t		 hgroups_loc_find(struct hgroup *, uint32_t map,
  */
 int64_t		 hgroups_loc_add(struct hgroup *, uint32_t map,
 		    uint64_t addr, const char *name, const char *file);
+/* hgroups_loc_add with a line number (a named mapping's frames). */
+int64_t		 hgroups_loc_add_line(struct hgroup *, uint32_t map,
+		    uint64_t addr, const char *name, const char *file,
+		    int64_t line);
 /* Counts one stack of n locations (leaf first) taken in pid, exe. */
 void		 hgroups_sample(struct hgroup *, pid_t pid, const char *exe,
 		    const uint32_t *locs, uint32_t n);

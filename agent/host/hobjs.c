@@ -18,6 +18,7 @@
 #include "agent/core/cfi_elf.h"
 #include "agent/core/symtab.h"
 #include "agent/host/hobjs.h"
+#include "common/strhash.h"
 #include "common/xmalloc.h"
 
 #define HOBJS_BUCKETS		4096	/* power of two */
@@ -49,19 +50,6 @@ struct hobjs {
 	uint64_t		 clock;
 	struct hobjs_stats	 stats;
 };
-
-/* FNV-1a of a key. */
-static uint64_t
-hobjs_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s != '\0'; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
 
 /* A new empty cache bounded at max_bytes (estimated). */
 struct hobjs *
@@ -131,7 +119,7 @@ struct hobj *
 hobjs_get(struct hobjs *c, const char *key, int pid, const char *path,
     int own_ns)
 {
-	size_t b = hobjs_hash(key) & (HOBJS_BUCKETS - 1);
+	size_t b = strhash_str(STRHASH_INIT, key) & (HOBJS_BUCKETS - 1);
 	char *open_path;
 	struct hobj *o;
 	int changed;

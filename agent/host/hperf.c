@@ -442,10 +442,13 @@ hperf_time(const uint8_t *rec, size_t len)
 	return t;
 }
 
-/* Copies the records waiting in one ring into the arena. */
+/* Copies the records waiting in one ring into the arena (ops->early
+ * for each sample). */
 static void
-hperf_copy_ring(struct hperf *h, struct hperf_ring *r)
+hperf_copy_ring(struct hperf *h, struct hperf_ring *r,
+    const struct hperf_ops *ops, void *arg)
 {
+	uint32_t ids[2];
 	struct perf_event_header hdr;
 	uint64_t head, tail, off;
 	size_t first;
@@ -486,6 +489,12 @@ hperf_copy_ring(struct hperf *h, struct hperf_ring *r)
 			    sizeof *h->recs);
 		}
 		h->recs[h->nrecs].time = hperf_time(dst, hdr.size);
+		if (ops->early != NULL && hdr.type == PERF_RECORD_SAMPLE &&
+		    hdr.size >= 32) {
+			memcpy(ids, dst + 16, sizeof ids);	/* pid, tid */
+			ops->early(arg, (pid_t)ids[0], (pid_t)ids[1],
+			    h->recs[h->nrecs].time);
+		}
 		h->recs[h->nrecs].off = h->arena_len;
 		h->recs[h->nrecs].len = hdr.size;
 		h->recs[h->nrecs].seq = h->nrecs;
@@ -562,7 +571,7 @@ hperf_drain(struct hperf *h, const struct hperf_ops *ops, void *arg,
 	size_t i, n;
 
 	for (i = 0; i < h->n; i++)
-		hperf_copy_ring(h, &h->rings[i]);
+		hperf_copy_ring(h, &h->rings[i], ops, arg);
 	if (h->nrecs > 1)
 		qsort(h->recs, h->nrecs, sizeof *h->recs, hperf_rec_cmp);
 	for (n = 0; n < h->nrecs && (flush || h->recs[n].time < horizon); n++)

@@ -48,6 +48,12 @@ struct hperf_ops {
 		    int exec);
 	void	(*fork)(void *, pid_t pid, pid_t ppid, pid_t tid);
 	void	(*exit)(void *, pid_t pid, pid_t tid);
+	/*
+	 * A sample as it is copied out of its ring, HPERF_HORIZON_NS before
+	 * it is handed to sample: for what must be read of the process
+	 * soon after the sample (Python frames). May be NULL.
+	 */
+	void	(*early)(void *, pid_t pid, pid_t tid, uint64_t time);
 };
 
 struct hperf_config {

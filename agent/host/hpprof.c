@@ -92,6 +92,11 @@ hpprof_build(const struct hgroup *g, const struct hpprof_window *w,
 			mp[nm].filename = g->maps[i].path;
 			mp[nm].build_id = g->maps[i].build_id;
 			mp[nm].has_functions = 1;
+			if (g->maps[i].named) {
+				mp[nm].memory_start = mp[nm].memory_limit = 0;
+				mp[nm].has_filenames = 1;
+				mp[nm].has_line_numbers = 1;
+			}
 			mpp[nm] = &mp[nm];
 			mapid[i] = ++nm;
 		}
@@ -103,11 +108,13 @@ hpprof_build(const struct hgroup *g, const struct hpprof_window *w,
 	for (i = 0; i < g->nlocs; i++) {
 		perftools__profiles__location__init(&loc[i]);
 		loc[i].id = i + 1;
-		loc[i].address = g->locs[i].addr;
+		loc[i].address = g->maps[g->locs[i].map].named ? 0 :
+		    g->locs[i].addr;
 		loc[i].mapping_id = mapid[g->locs[i].map];
 		if (g->locs[i].func >= 0) {
 			perftools__profiles__line__init(&line[i]);
 			line[i].function_id = (uint64_t)g->locs[i].func + 1;
+			line[i].line = g->locs[i].line;
 			linep[i] = &line[i];
 			loc[i].n_line = 1;
 			loc[i].line = &linep[i];

@@ -151,6 +151,13 @@ hprocs_lookup(struct hprocs *t, pid_t pid)
 	return NULL;
 }
 
+/* The known process pid, or NULL (no /proc read). */
+struct hproc *
+hprocs_known(struct hprocs *t, pid_t pid)
+{
+	return hprocs_lookup(t, pid);
+}
+
 /* Adds a new empty process (replacing a stale one of the same pid). */
 static struct hproc *
 hprocs_add(struct hprocs *t, pid_t pid)

@@ -60,6 +60,8 @@ void		 hprocs_free(struct hprocs *);
  * call after it was made or exec'd, while it lives.
  */
 struct hproc	*hprocs_get(struct hprocs *, pid_t pid);
+/* The process pid if it is known already (no /proc read), or NULL. */
+struct hproc	*hprocs_known(struct hprocs *, pid_t pid);
 /* The mapping holding addr, or NULL. */
 const struct hprocs_map *hprocs_find(const struct hproc *, uint64_t addr);
 /* The service name by the configured rule (never NULL). */

@@ -12,9 +12,12 @@
 #include <time.h>
 
 #include "agent/core/symtab.h"
+#include "agent/host/hpython.h"
 #include "agent/host/hsample.h"
+#include "common/strhash.h"
 
 #define HSAMPLE_MAX_USER	192	/* user frames */
+#define HSAMPLE_MAX_MIXED	(HSAMPLE_MAX_USER + PYRT_MAX_FRAMES)
 #define HSAMPLE_MAX_FRAMES	256	/* kernel and user */
 
 /* The C++ runtime's demangler (libstdc++, cxxabi.h). */
@@ -105,6 +108,42 @@ hsample_user_loc(struct hsample *h, struct hgroup *g,
 	return li < 0 ? -2 : li;
 }
 
+/* The group's mapping index of [python]. */
+static uint32_t
+hsample_python_map(struct hgroup *g)
+{
+	struct hgroups_map m;
+
+	memset(&m, 0, sizeof m);
+	m.pid = 0;
+	m.start = 1;		/* a key: no kernel or user mapping */
+	m.path = hgroups_str(g, "[python]");
+	m.named = 1;
+	return hgroups_map(g, &m);
+}
+
+/* The location of Python frame word w of p: -1 unnamed (left out), -2
+ * when the tables are full. Keyed by name, file and line. */
+static int64_t
+hsample_python_loc(struct hsample *h, struct hgroup *g,
+    const struct hproc *p, uint64_t w)
+{
+	struct pycode_frame f;
+	uint64_t key;
+	uint32_t map;
+	int64_t li;
+
+	if (hpython_name(h->python, p, w, &f) != 0)
+		return -1;
+	map = hsample_python_map(g);
+	key = strhash_str(strhash_str(STRHASH_INIT, f.name) * 31, f.file) ^
+	    ((uint64_t)(uint32_t)f.line * 0x9e3779b97f4a7c15ULL);
+	if ((li = hgroups_loc_find(g, map, key)) >= 0)
+		return li;
+	li = hgroups_loc_add_line(g, map, key, f.name, f.file, f.line);
+	return li < 0 ? -2 : li;
+}
+
 /* CPU time of this thread in ns. */
 static uint64_t
 hsample_cpu_ns(void)
@@ -131,11 +170,23 @@ hsample_under(struct hsample *h, const struct hproc *p, pid_t pid)
 	return 0;
 }
 
+/* Reads a sample's Python frames as soon as it is seen (hsample.h). */
+void
+hsample_early(struct hsample *h, pid_t pid, pid_t tid, uint64_t time)
+{
+	struct hproc *p;
+
+	if (h->python != NULL && pid > 0 &&
+	    (p = hprocs_known(h->procs, pid)) != NULL && !p->agent)
+		hpython_early(h->python, p, tid, time);
+}
+
 /* Takes one sample (see hsample.h). */
 void
 hsample_take(struct hsample *h, const struct hperf_sample *s)
 {
 	uint64_t t0 = hsample_cpu_ns(), pcs[HSAMPLE_MAX_USER];
+	uint64_t mixed[HSAMPLE_MAX_MIXED], *up = pcs;
 	uint32_t locs[HSAMPLE_MAX_FRAMES], n = 0, nu = 0, i, kmap;
 	enum hunwind_end end = HUNWIND_MAX_DEPTH;
 	struct hproc *p;
@@ -180,9 +231,17 @@ hsample_take(struct hsample *h, const struct hperf_sample *s)
 		    HSAMPLE_MAX_USER, &end);
 		h->stats.ends[end]++;
 		h->stats.frames += nu;
+		if (h->python != NULL) {
+			nu = hpython_mix(h->python, p, s, pcs, nu, mixed,
+			    HSAMPLE_MAX_MIXED);
+			up = mixed;
+		}
 		for (i = 0; i < nu && n < HSAMPLE_MAX_FRAMES; i++) {
-			li = hsample_user_loc(h, g, p, i == 0 ? pcs[i] :
-			    pcs[i] - 1);
+			if (PYRT_IS_WORD(up[i]))
+				li = hsample_python_loc(h, g, p, up[i]);
+			else
+				li = hsample_user_loc(h, g, p, i == 0 ? up[i] :
+				    up[i] - 1);
 			if (li == -2)
 				goto full;
 			if (li >= 0)

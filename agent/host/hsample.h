@@ -31,6 +31,8 @@ struct hsample_stats {
 	uint64_t	spent_ns;	/* CPU time handling samples */
 };
 
+struct hpython;
+
 struct hsample {
 	struct hprocs		*procs;
 	struct hobjs		*objs;
@@ -40,9 +42,12 @@ struct hsample {
 	pid_t			 only_pid;	/* 0: all */
 	const char		*only_exe;	/* NULL: all */
 	int			 include_agent;	/* profile agent processes */
+	struct hpython		*python;	/* NULL: native frames only */
 	struct hsample_stats	 stats;
 };
 
+/* A sample just copied out of its ring: reads its Python frames now. */
+void	hsample_early(struct hsample *, pid_t pid, pid_t tid, uint64_t time);
 /* Takes one sample into its group. */
 void	hsample_take(struct hsample *, const struct hperf_sample *);
 

@@ -33,6 +33,7 @@
 #include "agent/host/hperf.h"
 #include "agent/host/hpprof.h"
 #include "agent/host/hprocs.h"
+#include "agent/host/hpython.h"
 #include "agent/host/hsample.h"
 #include "agent/host/hsend.h"
 #include "common/notify.h"
@@ -40,6 +41,8 @@
 #include "common/xmalloc.h"
 
 #define MAIN_POLL_MS		100
+#define MAIN_POLL_PY_MS		2	/* while CPython programs run: their
+					   frames are read when drained */
 #define MAIN_REAP_GRACE_MS	5000	/* exited processes kept */
 #define MAIN_MAX_RINGS		4096
 
@@ -60,6 +63,7 @@ struct main_opts {
 	size_t		 queue_windows;
 	uint64_t	 cache_bytes;
 	int		 include_agent;
+	int		 no_python;
 	int		 verbose;
 };
 
@@ -132,6 +136,7 @@ main_usage(FILE *f)
 "  --cache-size SIZE      memory for symbol and unwind tables (64M)\n"
 "  --include-agent-processes\n"
 "                         also profile processes running libprofd-agent\n"
+"  --no-python-frames     keep CPython programs' native stacks\n"
 "  --exit-timeout DURATION\n"
 "                         at SIGTERM, the most spent sending (5s)\n"
 "  --verbose              one line per profile and period\n"
@@ -217,6 +222,7 @@ main_parse(int argc, char **argv, struct main_opts *o)
 		{ "queue", required_argument, NULL, 'q' },
 		{ "cache-size", required_argument, NULL, 'm' },
 		{ "include-agent-processes", no_argument, NULL, 'I' },
+		{ "no-python-frames", no_argument, NULL, 'n' },
 		{ "exit-timeout", required_argument, NULL, 'x' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -272,6 +278,7 @@ main_parse(int argc, char **argv, struct main_opts *o)
 				main_die("--cache-size %s: %s", optarg, cause);
 			break;
 		case 'I': o->include_agent = 1; break;
+		case 'n': o->no_python = 1; break;
 		case 'x':
 			o->exit_timeout_ns = main_duration("exit-timeout",
 			    optarg, 0);
@@ -374,6 +381,7 @@ struct main_state {
 	int64_t			 period_mono;	/* ms, monotonic */
 	struct hperf_stats	 perf_last;
 	struct hsample_stats	 hs_last;
+	struct hpython_stats	 py_last;
 	uint64_t		 profiles;
 };
 
@@ -386,6 +394,23 @@ main_faulted(struct main_state *st)
 	if (main_sigbus == 1)
 		fprintf(stderr, "profd-hostagent: a mapped file shrank under "
 		    "the agent (SIGBUS): its object is dropped\n");
+}
+
+/* A sample copied out of its ring: its Python frames, read now. */
+static void
+main_early(void *arg, pid_t pid, pid_t tid, uint64_t time)
+{
+	struct main_state *st = arg;
+
+	if (st->hs.python == NULL)
+		return;
+	if (sigsetjmp(main_jmp, 0) != 0) {
+		main_faulted(st);
+		return;
+	}
+	main_guarded = 1;
+	hsample_early(&st->hs, pid, tid, time);
+	main_guarded = 0;
 }
 
 /* Record callbacks: to the process table or the sample path. */
@@ -491,6 +516,14 @@ main_say_stats(struct main_state *st, const struct hperf_stats *ps)
 	    os.objects, os.bytes / 1024);
 }
 
+/* How long to wait for samples: short while CPython programs run. */
+static int
+main_poll_ms(struct main_state *st)
+{
+	return st->hs.python != NULL && hpython_active(st->hs.python) ?
+	    MAIN_POLL_PY_MS : MAIN_POLL_MS;
+}
+
 /* Ends the period: one profile per group. */
 static void
 main_flush(struct main_state *st)
@@ -499,14 +532,22 @@ main_flush(struct main_state *st)
 	struct hsample_stats *hs = &st->hs.stats, *last = &st->hs_last;
 	struct hpprof_window w;
 	struct hgroup *g;
-	char comment[512], labels[1024], v[256];
+	struct hpython_stats py;
+	char comment[768], labels[1024], v[256];
 	uint8_t *out;
 	size_t outlen, len;
 	char *cause = NULL;
 	int64_t now = main_wall_ns();
+	uint64_t mixed, native;
+	int c;
 
 	hperf_stats(st->perf, &ps);
-	snprintf(comment, sizeof comment, "profd-hostagent: %d Hz per CPU "
+	memset(&py, 0, sizeof py);
+	if (st->hs.python != NULL)
+		hpython_stats(st->hs.python, &py);
+	mixed = py.mixed - st->py_last.mixed;
+	native = py.native - st->py_last.native;
+	c = snprintf(comment, sizeof comment, "profd-hostagent: %d Hz per CPU "
 	    "on %zu CPUs, %u-byte stack copies; this period on the host: "
 	    "%" PRIu64 " samples, %" PRIu64 " lost (ring full), %" PRIu64
 	    " user stacks truncated at the stack copy's end, %" PRIu64
@@ -515,6 +556,18 @@ main_flush(struct main_state *st)
 	    ps.samples - st->perf_last.samples, ps.lost - st->perf_last.lost,
 	    hs->ends[HUNWIND_TRUNCATED] - last->ends[HUNWIND_TRUNCATED],
 	    hs->ends[HUNWIND_UNMAPPED] - last->ends[HUNWIND_UNMAPPED]);
+	if (mixed + native > 0 && c > 0 && (size_t)c < sizeof comment)
+		snprintf(comment + c, sizeof comment - (size_t)c, "; Python "
+		    "frames in %" PRIu64 " samples of CPython programs, read "
+		    "%.1f ms after the sample on average (%" PRIu64 " checked "
+		    "against the frame running at the sample, %" PRIu64
+		    " with evaluator frames left native: ended before the "
+		    "read), %" PRIu64 " with none (no frames)", mixed,
+		    mixed > 0 ? (double)(py.late_ns - st->py_last.late_ns) /
+		    1e6 / (double)mixed : 0.0, py.anchored -
+		    st->py_last.anchored, py.partial - st->py_last.partial,
+		    native);
+	st->py_last = py;
 	w.time_nanos = st->period_wall;
 	w.duration_nanos = now - st->period_wall;
 	w.hz = st->o->hz;
@@ -569,7 +622,7 @@ static void
 main_loop(struct main_state *st)
 {
 	static const struct hperf_ops ops = { main_sample, main_mmap,
-	    main_comm, main_fork, main_exit };
+	    main_comm, main_fork, main_exit, main_early };
 	struct pollfd pfd[MAIN_MAX_RINGS];
 	int fds[MAIN_MAX_RINGS];
 	size_t n, i;
@@ -583,7 +636,9 @@ main_loop(struct main_state *st)
 	st->period_mono = hprocs_now_ms();
 	reaped = st->period_mono;
 	while (!main_stop) {
-		poll(pfd, n, MAIN_POLL_MS);
+		poll(pfd, n, main_poll_ms(st));
+		if (st->hs.python != NULL)
+			hpython_tick(st->hs.python);
 		hperf_drain(st->perf, &ops, st, 0);
 		now = hprocs_now_ms();
 		if (now - reaped >= 1000) {
@@ -670,6 +725,7 @@ main(int argc, char **argv)
 	st.hs.only_pid = o.only_pid;
 	st.hs.only_exe = o.only_exe;
 	st.hs.include_agent = o.include_agent;
+	st.hs.python = o.no_python ? NULL : hpython_new();
 	nprocs = hprocs_scan(st.hs.procs);
 	st.period_wall = main_wall_ns();
 	if (notify_open(&cause) < 0) {
@@ -703,6 +759,7 @@ main(int argc, char **argv)
 	    ss.dropped, ss.rejected);
 	hgroups_reset(&groups);
 	hobjs_free(st.hs.objs);
+	hpython_free(st.hs.python);
 	hkernel_free(st.hs.kernel);
 	hprocs_free(st.hs.procs);
 	notify_close();

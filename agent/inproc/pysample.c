@@ -20,6 +20,7 @@
 #include "agent/core/maps.h"
 #include "agent/core/pycode.h"
 #include "agent/inproc/pysample.h"
+#include "common/strhash.h"
 #include "common/xmalloc.h"
 
 #define PYSAMPLE_MAX_IDS	65536
@@ -154,21 +155,12 @@ pysample_record(uint64_t *words, uint64_t *entries)
 	    PYRT_MAX_FRAMES, entries);
 }
 
-/* FNV-1a over a string, continuing from h. */
-static uint64_t
-pysample_hash(uint64_t h, const char *s)
-{
-	for (; *s != '\0'; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
-	return (h ^ 0xff) * 0x100000001b3ULL;
-}
-
 /* The id of (name, file, line), made if new; -1 when the table is full. */
 static int64_t
 pysample_intern(const struct pycode_frame *f)
 {
-	uint64_t h = pysample_hash(pysample_hash(0xcbf29ce484222325ULL,
-	    f->name), f->file) ^ ((uint64_t)(uint32_t)f->line * 0x9e3779b97f4a7c15ULL);
+	uint64_t h = strhash_str(strhash_str(STRHASH_INIT, f->name) * 31,
+	    f->file) ^ ((uint64_t)(uint32_t)f->line * 0x9e3779b97f4a7c15ULL);
 	struct pysample_id *e;
 	uint32_t *old;
 	size_t i, j, oldsize;
@@ -234,7 +226,7 @@ pysample_mix(const uintptr_t *pcs, uint32_t n, const uint64_t *words,
 	if (max > PYSAMPLE_MAX_MIXED)
 		max = PYSAMPLE_MAX_MIXED;
 	nm = pyrt_mix(&pysample_rt, (const uint64_t *)pcs, n, words, nwords,
-	    entries, mixed, max);
+	    entries, 0, mixed, max);
 	for (i = 0; i < nm; i++) {
 		if (!PYRT_IS_WORD(mixed[i])) {
 			out[k++] = (uintptr_t)mixed[i];

@@ -85,8 +85,8 @@ def read(path):
     data = open(path, "rb").read()
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
-    p = {"samples": [], "loc": {}, "fn": {}, "map": {}, "maps": [],
-         "strings": [], "comments": []}
+    p = {"samples": [], "loc": {}, "fn": {}, "fnfile": {}, "map": {},
+         "maps": [], "strings": [], "comments": []}
     for f, t, v in fields(data):
         if f == 2:
             locs, vals, labs = [], [], {}
@@ -106,7 +106,7 @@ def read(path):
             p["map"][mid] = (m.get(2, 0), m.get(3, 0), m.get(5, 0))
             p["maps"].append(mid)
         elif f == 4:
-            loc = {"mapping": 0, "address": 0, "fns": []}
+            loc = {"mapping": 0, "address": 0, "fns": [], "lines": []}
             for g, u, w in fields(v):
                 if g == 1:
                     loc["id"] = w
@@ -117,10 +117,12 @@ def read(path):
                 elif g == 4:
                     ln = dict((h, x) for h, _, x in fields(w))
                     loc["fns"].append(ln.get(1, 0))
+                    loc["lines"].append(ln.get(2, 0))
             p["loc"][loc.get("id", 0)] = loc
         elif f == 5:
             fn = dict((g, w) for g, u, w in fields(v))
             p["fn"][fn.get(1, 0)] = fn.get(2, 0)
+            p["fnfile"][fn.get(1, 0)] = fn.get(4, 0)
         elif f == 6:
             p["strings"].append(v.decode("utf-8", "replace"))
         elif f == 13:
@@ -158,7 +160,11 @@ def main(argv):
         comments += [s[c] for c in p["comments"]]
         for loc in p["loc"].values():
             m = p["map"].get(loc["mapping"])
-            if m is None or not m[0] <= loc["address"] < m[1]:
+            # A mapping of frames by name ("[python]": no addresses).
+            by_name = (m is not None and m[0] == m[1] == 0 and
+                       loc["address"] == 0 and loc["fns"])
+            if m is None or not (m[0] <= loc["address"] < m[1] or
+                                 by_name):
                 bad += 1
             if m is not None:
                 base = s[m[2]].rsplit("/", 1)[-1]
