@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # profd-hostagent on unmodified programs from Debian's packages (issue
 # #30), started once before them, uploading to a real collector:
-#  - python3 running a CPU loop: stacks reach main (Py_BytesMain's
-#    callers), the interpreter's functions named;
+#  - python3 running a CPU loop: its function hot.hot (Python frames),
+#    stacks reach main (Py_BytesMain's callers), the interpreter's
+#    functions named;
 #  - xz -T2: liblzma on top, its worker threads' samples in the xz
 #    service (start_thread on their stacks);
 #  - gzip: its deflate functions;
@@ -140,13 +141,13 @@ is "$labels" "env=test,exe=python3.11,host=$(hostname)" \
     "profiles carry the labels host, exe and the agent's env=test"
 
 # python3
-s=$(summary "ht-py-$t" --has '^_PyEval_EvalFrameDefault$')
+s=$(summary "ht-py-$t" --has '^hot\.hot$')
 diag "python3: $(printf '%s' "$s" | jq -c '{samples, reach, depth_median, top: .top[:4], labels, bad_frames}' | cut -c 1-600)"
 check "python3: samples ($(printf '%s' "$s" | jq .samples))" [ "$(printf '%s' "$s" | jq .samples)" -ge 50 ]
 check "python3: stacks reach main in at least 90% of samples ($(printf '%s' "$s" | jq .reach))" \
     awk -v r="$(printf '%s' "$s" | jq .reach)" 'BEGIN { exit !(r >= 0.9) }'
-check "python3: the evaluator is on the stacks" \
-    awk -v r="$(printf '%s' "$s" | jq '.functions["^_PyEval_EvalFrameDefault$"]')" 'BEGIN { exit !(r >= 0.8) }'
+check "python3: its Python function hot.hot on the stacks (Python frames)" \
+    awk -v r="$(printf '%s' "$s" | jq '.functions["^hot\\.hot$"]')" 'BEGIN { exit !(r >= 0.8) }'
 is "$(printf '%s' "$s" | jq .bad_frames)" 0 "python3: no location outside its mapping"
 is "$(printf '%s' "$s" | jq -r '.labels.exe | keys | join(",")')" python3.11 "python3: samples labelled exe=python3.11"
 is "$(printf '%s' "$s" | jq -r '.labels.pid | keys | length')" 1 \
@@ -233,7 +234,7 @@ check "go tool pprof opens a merged profile (hot_exported, hot_static named)" \
     sh -c "grep -q hot_exported '$T_TMP/fp.top' && grep -q hot_static '$T_TMP/fp.top'"
 go tool pprof -top -tagfocus "pid=$pid" "$T_TMP/ht-py-$t.pb.gz" > "$T_TMP/py.top" 2>&1
 check "go tool pprof -tagfocus pid=$pid keeps python3's samples" \
-    grep -q _PyEval_EvalFrameDefault "$T_TMP/py.top"
+    grep -q 'hot\.hot' "$T_TMP/py.top"
 
 # The web UI, in Debian's chromium (test/ui/open_profile.mjs): the
 # program's profiles, first row as pprof's.
