@@ -1033,17 +1033,20 @@ agent_env_start(void)
 {
 	struct profd_agent_config cfg;
 	char *cause = NULL;
-	int rc, heap_rate = 0;
+	int rc, heap_rate = 0, python = 1;
 
 	if ((rc = settings_from_env(&cfg, &cause)) == 0)
 		return;
 	if (rc < 0 || settings_heap_rate(&heap_rate, &cause) != 0 ||
 	    settings_pacing_off(&agent_pacing_off, &cause) != 0 ||
+	    settings_python_frames(&python, &cause) != 0 ||
 	    agent_start(&cfg, 1, &cause) != 0) {
 		agent_say("%s; profiling off", cause);
 		free(cause);
 		return;
 	}
+	if (!python)
+		pysample_disable();
 	/* libprofd-heap, when preloaded, starts sampling after this. */
 	heap_arm(heap_rate);
 }

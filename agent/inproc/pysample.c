@@ -114,6 +114,13 @@ pysample_try(const struct maps_entry *m)
 	return 1;
 }
 
+/* Python frames off for good. */
+void
+pysample_disable(void)
+{
+	pysample_done = 1;
+}
+
 /* Finds the interpreter (see pysample.h). */
 const char *
 pysample_prepare(void)

@@ -21,6 +21,8 @@
 
 #include "agent/core/pyrt.h"
 
+/* PROFD_PYTHON_FRAMES=off: never looks (before the agent starts). */
+void		 pysample_disable(void);
 /*
  * Agent thread: looks for the interpreter when it was not found yet (at
  * most once a window). Returns a line to log once (the interpreter found,

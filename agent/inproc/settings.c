@@ -331,6 +331,25 @@ settings_pacing_off(int *off, char **cause)
 	return xcause(cause, "PROFD_PACING=\"%s\" is not auto or off", v);
 }
 
+/* PROFD_PYTHON_FRAMES: on (or unset) shows Python's own functions; off
+ * keeps a CPython program's native stacks. */
+int
+settings_python_frames(int *on, char **cause)
+{
+	const char *v = getenv("PROFD_PYTHON_FRAMES");
+
+	*on = 1;
+	if (v == NULL || *v == '\0' || strcmp(v, "on") == 0 ||
+	    strcmp(v, "1") == 0)
+		return 0;
+	if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0) {
+		*on = 0;
+		return 0;
+	}
+	return xcause(cause, "PROFD_PYTHON_FRAMES=\"%s\" is not on or off",
+	    v);
+}
+
 /*
  * The labels sent with each profile: the configured ones plus pid and
  * exe (the executable's base name), unless configured already.

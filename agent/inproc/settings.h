@@ -58,6 +58,11 @@ int	settings_heap_rate(int *out, char **cause);
  * collector for its windows), 0 for auto (the default); -1 on a bad value.
  */
 int	settings_pacing_off(int *off, char **cause);
+/*
+ * Reads PROFD_PYTHON_FRAMES: *on is 0 for "off" (CPython programs keep
+ * their native stacks), 1 for on (the default); -1 on a bad value.
+ */
+int	settings_python_frames(int *on, char **cause);
 
 /*
  * The labels sent with each profile: labels ("k=v,..." or NULL) plus pid
