@@ -86,9 +86,25 @@ pycode_tick(struct pycode *c)
 	c->gen++;
 }
 
-/* Forgets space's entries; the table is rebuilt to keep probing right. */
+/* Whether space is not the one forgotten (pycode_forget's predicate). */
+static int
+pycode_other(void *ctx, uint64_t space)
+{
+	return space != *(const uint64_t *)ctx;
+}
+
+/* Forgets space's entries. */
 void
 pycode_forget(struct pycode *c, uint64_t space)
+{
+	pycode_forget_dead(c, pycode_other, &space);
+}
+
+/* Forgets dead spaces' entries; the table is rebuilt to keep probing
+ * right. */
+void
+pycode_forget_dead(struct pycode *c, int (*alive)(void *, uint64_t),
+    void *ctx)
 {
 	struct pycode_entry *old = c->v;
 	size_t i, j, size = c->size;
@@ -98,7 +114,7 @@ pycode_forget(struct pycode *c, uint64_t space)
 	for (i = 0; i < size; i++) {
 		if (old[i].code == 0)
 			continue;
-		if (old[i].space == space) {
+		if (!alive(ctx, old[i].space)) {
 			pycode_clear(&old[i]);
 			continue;
 		}

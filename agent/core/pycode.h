@@ -38,6 +38,9 @@ void		 pycode_free(struct pycode *);
 void		 pycode_tick(struct pycode *);
 /* Forgets the entries of space (a process that exited). */
 void		 pycode_forget(struct pycode *, uint64_t space);
+/* Forgets the entries of every space for which alive(ctx, space) is 0. */
+void		 pycode_forget_dead(struct pycode *,
+		    int (*alive)(void *, uint64_t), void *ctx);
 /*
  * Names the frame word w of space (PYRT_WORD). 0 and *out, or -1 when
  * the object is not a code object (any more) or cannot be read.

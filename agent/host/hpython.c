@@ -376,3 +376,39 @@ hpython_active(const struct hpython *h)
 {
 	return h->last_ns != 0 && hpython_now() - h->last_ns < 1000000000ULL;
 }
+
+/* Whether process space (a pid) is still known (exited ones are kept a
+ * few seconds for their late samples). */
+static int
+hpython_alive(void *ctx, uint64_t space)
+{
+	return hprocs_known(ctx, (pid_t)space) != NULL;
+}
+
+/* Forgets processes no longer known and their code objects. */
+void
+hpython_reap(struct hpython *h, struct hprocs *procs)
+{
+	struct hpython_proc *old = h->procs, *e;
+	size_t i, j;
+
+	pycode_forget_dead(h->codes, hpython_alive, procs);
+	h->procs = xcalloc(HPYTHON_SLOTS, sizeof *h->procs);
+	h->nprocs = 0;
+	for (i = 0; i < HPYTHON_SLOTS; i++) {
+		e = &old[i];
+		if (e->pid == 0)
+			continue;
+		if (!hpython_alive(procs, (uint64_t)e->pid)) {
+			free(e->map_path);
+			continue;
+		}
+		/* Open addressing: the table is rebuilt. */
+		j = ((size_t)e->pid * 0x9e3779b1u) & (HPYTHON_SLOTS - 1);
+		while (h->procs[j].pid != 0)
+			j = (j + 1) & (HPYTHON_SLOTS - 1);
+		h->procs[j] = *e;
+		h->nprocs++;
+	}
+	free(old);
+}

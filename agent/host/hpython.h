@@ -71,6 +71,8 @@ void		 hpython_early(struct hpython *, const struct hproc *p,
 /* Names the PYRT_WORD w of p (strings valid until the next call). */
 int		 hpython_name(struct hpython *, const struct hproc *p,
 		    uint64_t w, struct pycode_frame *out);
+/* Forgets the processes procs no longer knows (once a period). */
+void		 hpython_reap(struct hpython *, struct hprocs *procs);
 /* Whether a CPython program was sampled in the last second. */
 int		 hpython_active(const struct hpython *);
 /* A drain begins: each code object is checked again (pycode_tick). */

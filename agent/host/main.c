@@ -568,6 +568,8 @@ main_flush(struct main_state *st)
 		    st->py_last.anchored, py.partial - st->py_last.partial,
 		    native);
 	st->py_last = py;
+	if (st->hs.python != NULL)
+		hpython_reap(st->hs.python, st->hs.procs);
 	w.time_nanos = st->period_wall;
 	w.duration_nanos = now - st->period_wall;
 	w.hz = st->o->hz;
