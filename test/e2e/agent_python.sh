@@ -32,6 +32,7 @@ PY311=/usr/bin/python3.11
 command -v jq >/dev/null || skip_all "jq not installed"
 [ "$(uname -m)" = x86_64 ] || skip_all "x86-64 only"
 t=$$
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
 FNS="--fn shares_alpha.alpha --fn shares_beta.beta --fn shares_gamma.gamma
     --fn shares_gamma.gamma_items --fn pyshares.delta --fn pyshares.run_for"
 
