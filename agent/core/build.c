@@ -27,6 +27,7 @@
 
 #include "agent/core/build.h"
 #include "agent/core/maps.h"
+#include "agent/core/perfmap.h"
 #include "agent/core/pyrt.h"
 #include "agent/core/symtab.h"
 #include "common/strhash.h"
@@ -56,6 +57,8 @@ struct build {
 	struct build_link	*links;		/* cached call targets */
 	char			*exe;		/* /proc/self/exe, or NULL */
 	int			 exe_read;
+	struct perfmap		*jit;		/* /tmp/perf-PID.map */
+	char			*jit_path;
 	build_namer_fn		*namer;		/* names frame words */
 	void			*namer_ctx;
 	const char		*namer_map;	/* their mapping's name */
@@ -119,6 +122,8 @@ build_free(struct build *b)
 	maps_clear(&b->maps);
 	free(b->links);
 	free(b->exe);
+	perfmap_free(b->jit);
+	free(b->jit_path);
 	free(b);
 }
 
@@ -442,6 +447,7 @@ struct build_prof {
 	uint64_t			*locids;	/* per pc of s */
 	uint64_t			*mapid;		/* per mapping: id + 1 */
 	int				 named;		/* frame words met */
+	int				 jit_read;	/* perf map refreshed */
 	uint64_t			 named_mapid;	/* their mapping's id */
 	Perftools__Profiles__Mapping	*mp, **mpp;
 	size_t				 nmaps;
@@ -557,6 +563,41 @@ build_prof_named(struct build_prof *bp, struct build_loc *l)
 	bp->named = 1;
 }
 
+/*
+ * The function of a location in anonymous executable memory: JIT code
+ * named by the process's perf map (read again, what it gained, once a
+ * profile), or none (never a neighbouring symbol's name).
+ */
+static void
+build_prof_jit(struct build_prof *bp, struct build_loc *l)
+{
+	struct build *b = bp->b;
+	const char *name;
+	uint64_t key;
+	int64_t li, ni;
+
+	if (!bp->jit_read) {
+		bp->jit_read = 1;
+		if (b->jit == NULL) {
+			b->jit = perfmap_new();
+			b->jit_path = xasprintf("/tmp/perf-%d.map", (int)getpid());
+		}
+		(void)perfmap_refresh(b->jit, b->jit_path);
+	}
+	if ((name = perfmap_lookup(b->jit, l->addr)) == NULL)
+		return;
+	ni = build_str(&bp->strs, name);
+	key = (3ULL << 62) | (uint64_t)ni;
+	li = build_map_get(&bp->fnmap, key, 0, 0);
+	if (li < 0) {
+		li = (int64_t)bp->nfuncs++;
+		build_map_get(&bp->fnmap, key, 1, (uint32_t)li);
+		bp->funcs[li].name = ni;
+		bp->funcs[li].file = build_str(&bp->strs, b->jit_path);
+	}
+	l->func = li;
+}
+
 /* Functions: resolves each location in its file's symbol table. */
 static void
 build_prof_functions(struct build_prof *bp)
@@ -575,6 +616,10 @@ build_prof_functions(struct build_prof *bp)
 		if (bp->locs[i].map < 0)
 			continue;
 		me = &mapsp->v[bp->locs[i].map];
+		if (me->path[0] == '\0') {
+			build_prof_jit(bp, &bp->locs[i]);
+			continue;
+		}
 		if ((st = build_symtab(bp->b, me, &slot)) == NULL ||
 		    symtab_offset_to_vaddr(st, bp->locs[i].addr - me->start +
 		    me->offset, &vaddr) != 0 ||

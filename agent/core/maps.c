@@ -35,10 +35,13 @@ maps_parse(const char *text, struct maps *out)
 		nl = strchr(line, '\n');
 		if (nl == NULL)
 			nl = line + strlen(line);
+		n = 0;
 		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end,
 		    perms, &off, &n) >= 4 && strchr(perms, 'x') != NULL &&
-		    line + n <= nl) {
-			p = line + n;
+		    n > 0) {
+			/* An anonymous mapping (JIT code) has no path: the
+			 * blanks %n skipped may run into the next line. */
+			p = line + n <= nl ? line + n : nl;
 			len = (size_t)(nl - p);
 			while (len > 0 && p[len - 1] == ' ')
 				len--;

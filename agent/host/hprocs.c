@@ -250,6 +250,7 @@ hprocs_insert(struct hproc *p, uint64_t start, uint64_t limit,
 	p->maps[i].pgoff = pgoff;
 	p->maps[i].path = xstrdup(path);
 	p->maps[i].key = key;
+	p->maps[i].anon = strcmp(path, HPROCS_ANON) == 0;
 	p->nmaps++;
 	if (hprocs_is_agent(path))
 		p->agent = 1;
@@ -443,14 +444,14 @@ hprocs_inherit(struct hprocs *t, struct hproc *p)
 static struct hproc *
 hprocs_load(struct hprocs *t, pid_t pid, int inherit)
 {
-	char buf[512], path[64];
+	char buf[512], mpath[64];
 	struct maps m;
 	struct hproc *p;
-	const char *s;
+	const char *s, *path;
 	size_t i;
 
-	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-	if (maps_read(path, &m, NULL) != 0)
+	snprintf(mpath, sizeof mpath, "/proc/%d/maps", (int)pid);
+	if (maps_read(mpath, &m, NULL) != 0)
 		return NULL;
 	p = hprocs_add(t, pid);
 	if (hprocs_read(pid, "comm", buf, sizeof buf) > 0) {
@@ -463,10 +464,12 @@ hprocs_load(struct hprocs *t, pid_t pid, int inherit)
 	p->mntns = hprocs_mntns(pid);
 	p->kernel = m.n == 0 && hprocs_read(pid, "cmdline", buf, 2) == 0;
 	for (i = 0; i < m.n; i++) {
-		if (m.v[i].path[0] != '/' && strcmp(m.v[i].path, "[vdso]") != 0)
+		/* Anonymous executable memory is JIT code (hjit.h). */
+		path = m.v[i].path[0] == '\0' ? HPROCS_ANON : m.v[i].path;
+		if (path[0] != '/' && strcmp(path, "[vdso]") != 0)
 			continue;
 		hprocs_insert(p, m.v[i].start, m.v[i].limit, m.v[i].offset,
-		    m.v[i].path, hprocs_key(p, m.v[i].path, NULL));
+		    path, hprocs_key(p, path, NULL));
 	}
 	maps_clear(&m);
 	hprocs_describe(t, p);

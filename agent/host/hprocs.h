@@ -15,10 +15,15 @@
 #include <sys/types.h>
 
 /* An executable mapping. */
+#define HPROCS_ANON	"//anon"	/* perf's name of anonymous memory */
+
 struct hprocs_map {
 	uint64_t	 start, limit, pgoff;
-	char		*path;		/* as the process sees it */
+	char		*path;		/* as the process sees it; "//anon"
+					   for anonymous memory */
 	char		*key;		/* object cache key (hobjs.h) */
+	int		 anon;		/* anonymous executable memory (JIT
+					   code): no object behind it */
 };
 
 /* Where a service name came from (struct hproc.source). */

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "agent/core/symtab.h"
+#include "agent/host/hjit.h"
 #include "agent/host/hpython.h"
 #include "agent/host/hsample.h"
 #include "common/strhash.h"
@@ -67,6 +68,34 @@ hsample_kernel_loc(struct hsample *h, struct hgroup *g, uint32_t map,
 	    addr), "[kernel]");
 }
 
+/* The location of an address of p in anonymous executable memory: JIT
+ * code named by its perf map (hjit.h), else unnamed; -2 when full. */
+static int64_t
+hsample_jit_loc(struct hsample *h, struct hgroup *g, const struct hproc *p,
+    const struct hprocs_map *pm, uint64_t addr)
+{
+	struct hgroups_map m;
+	const char *name;
+	uint32_t map;
+	int64_t li;
+
+	if ((map = hgroups_map_find(g, p->pid, pm->start)) == UINT32_MAX) {
+		memset(&m, 0, sizeof m);
+		m.pid = p->pid;
+		m.start = pm->start;
+		m.limit = pm->limit;
+		m.pgoff = pm->pgoff;
+		m.path = hgroups_str(g, pm->path);
+		m.build_id = hgroups_str(g, "");
+		map = hgroups_map(g, &m);
+	}
+	if ((li = hgroups_loc_find(g, map, addr)) >= 0)
+		return li;
+	name = h->jit != NULL ? hjit_lookup(h->jit, p, addr) : NULL;
+	li = hgroups_loc_add(g, map, addr, name, "[jit]");
+	return li < 0 ? -2 : li;
+}
+
 /* The location of a user address of process p: -1 when the address is
  * in no mapping (left out), -2 when the tables are full. */
 static int64_t
@@ -85,6 +114,8 @@ hsample_user_loc(struct hsample *h, struct hgroup *g,
 
 	if (pm == NULL)
 		return -1;
+	if (pm->anon)
+		return hsample_jit_loc(h, g, p, pm, addr);
 	o = hunwind_obj(h->objs, p, pm, h->own_mntns);
 	memset(&m, 0, sizeof m);
 	m.pid = p->pid;

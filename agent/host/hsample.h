@@ -31,6 +31,7 @@ struct hsample_stats {
 	uint64_t	spent_ns;	/* CPU time handling samples */
 };
 
+struct hjit;
 struct hpython;
 
 struct hsample {
@@ -43,6 +44,7 @@ struct hsample {
 	const char		*only_exe;	/* NULL: all */
 	int			 include_agent;	/* profile agent processes */
 	struct hpython		*python;	/* NULL: native frames only */
+	struct hjit		*jit;		/* JIT code's names, or NULL */
 	struct hsample_stats	 stats;
 };
 

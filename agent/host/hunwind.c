@@ -54,6 +54,8 @@ hunwind_row(struct hobjs *objs, const struct hproc *p,
 	const struct cfi_table *t;
 	uint64_t vaddr;
 
+	if (m->anon)
+		return NULL;	/* JIT code: frame pointers */
 	if ((t = hobjs_cfi(objs, hunwind_obj(objs, p, m, own_mntns))) == NULL ||
 	    cfi_offset_to_vaddr(t, look - m->start + m->pgoff, &vaddr) != 0)
 		return NULL;

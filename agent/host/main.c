@@ -33,6 +33,7 @@
 #include "agent/host/hperf.h"
 #include "agent/host/hpprof.h"
 #include "agent/host/hprocs.h"
+#include "agent/host/hjit.h"
 #include "agent/host/hpython.h"
 #include "agent/host/hsample.h"
 #include "agent/host/hsend.h"
@@ -570,6 +571,7 @@ main_flush(struct main_state *st)
 	st->py_last = py;
 	if (st->hs.python != NULL)
 		hpython_reap(st->hs.python, st->hs.procs);
+	hjit_reap(st->hs.jit, st->hs.procs);
 	w.time_nanos = st->period_wall;
 	w.duration_nanos = now - st->period_wall;
 	w.hz = st->o->hz;
@@ -728,6 +730,7 @@ main(int argc, char **argv)
 	st.hs.only_exe = o.only_exe;
 	st.hs.include_agent = o.include_agent;
 	st.hs.python = o.no_python ? NULL : hpython_new();
+	st.hs.jit = hjit_new();
 	nprocs = hprocs_scan(st.hs.procs);
 	st.period_wall = main_wall_ns();
 	if (notify_open(&cause) < 0) {
@@ -762,6 +765,7 @@ main(int argc, char **argv)
 	hgroups_reset(&groups);
 	hobjs_free(st.hs.objs);
 	hpython_free(st.hs.python);
+	hjit_free(st.hs.jit);
 	hkernel_free(st.hs.kernel);
 	hprocs_free(st.hs.procs);
 	notify_close();

@@ -62,12 +62,21 @@ summary() {
 near() {
 	awk -v g="$1" -v w="$2" -v p="$3" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d * 100 <= p) }'
 }
+# A sanitizer build runs its handler and reads several times slower:
+# the shares are then only checked to be there.
+SAN=0
+nm -D "$SO" 2>/dev/null | grep -qE '__(asan|tsan|msan)_init' && SAN=1
 # shares WHO JSON POINTS: the three shares against 50/30/20.
 shares() {
 	local who=$1 j=$2 p=$3 a b g
 	a=$(printf '%s' "$j" | jq '.shares["shares_alpha.alpha"]')
 	b=$(printf '%s' "$j" | jq '.shares["shares_beta.beta"]')
 	g=$(printf '%s' "$j" | jq '.shares["shares_gamma.gamma"]')
+	if [ "$SAN" = 1 ]; then
+		check "$who: alpha, beta and gamma all sampled ($a, $b, $g; sanitizer build: not timed)" \
+		    awk -v a="$a" -v b="$b" -v g="$g" 'BEGIN { exit !(a > 0.02 && b > 0.02 && g > 0.02) }'
+		return
+	fi
 	check "$who: alpha's share $a within $p points of 0.50" near "$a" 0.50 "$p"
 	check "$who: beta's share $b within $p points of 0.30" near "$b" 0.30 "$p"
 	check "$who: gamma's share $g within $p points of 0.20" near "$g" 0.20 "$p"

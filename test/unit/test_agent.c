@@ -156,6 +156,15 @@ test_symbols(void)
 	    maps_find(&m, 0x55d0a0005000) == NULL,
 	    "maps_parse keeps executable mappings with offsets and paths");
 	maps_clear(&m);
+	maps_parse("7f00000000-7f00040000 rwxp 00000000 00:00 0 \n"
+	    "7f00040000-7f00080000 r-xp 00000000 00:00 0\n"
+	    "7f00080000-7f00090000 rw-p 00000000 00:00 0\n"
+	    "7f000a0000-7f000b0000 r-xp 00000000 08:01 12 /lib/y\n", &m);
+	ok(m.n == 3 && m.v[0].path[0] == '\0' && m.v[1].path[0] == '\0' &&
+	    strcmp(m.v[2].path, "/lib/y") == 0,
+	    "maps_parse keeps anonymous executable mappings (JIT code) with "
+	    "an empty path, the next line's path not taken for theirs");
+	maps_clear(&m);
 }
 
 /* A frame-pointer walk: this binary's table is not loaded yet. */
