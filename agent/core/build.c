@@ -59,6 +59,7 @@ struct build {
 	int			 exe_read;
 	struct perfmap		*jit;		/* /tmp/perf-PID.map */
 	char			*jit_path;
+	int64_t			 started;	/* this process, epoch s */
 	build_namer_fn		*namer;		/* names frame words */
 	void			*namer_ctx;
 	const char		*namer_map;	/* their mapping's name */
@@ -185,6 +186,7 @@ build_read_maps(struct build *b, const struct timespec *now, char **cause)
 
 	if (maps_read(b->maps_path, &m, cause) != 0)
 		return -1;
+	maps_carry(&m, &b->maps);
 	maps_clear(&b->maps);
 	b->maps = m;
 	b->maps_when = *now;
@@ -581,8 +583,9 @@ build_prof_jit(struct build_prof *bp, struct build_loc *l)
 		if (b->jit == NULL) {
 			b->jit = perfmap_new();
 			b->jit_path = xasprintf("/tmp/perf-%d.map", (int)getpid());
+			b->started = perfmap_process_start(0);
 		}
-		(void)perfmap_refresh(b->jit, b->jit_path);
+		(void)perfmap_refresh(b->jit, b->jit_path, b->started);
 	}
 	if ((name = perfmap_lookup(b->jit, l->addr)) == NULL)
 		return;

@@ -54,6 +54,7 @@ maps_parse(const char *text, struct maps *out)
 			out->v[out->n].limit = end;
 			out->v[out->n].offset = off;
 			out->v[out->n].path = xstrndup(p, len);
+			out->v[out->n].gone = 0;
 			out->n++;
 		}
 		if (*nl == '\0')
@@ -61,6 +62,31 @@ maps_parse(const char *text, struct maps *out)
 	}
 	if (out->n > 1)
 		qsort(out->v, out->n, sizeof *out->v, maps_cmp);
+}
+
+/* Carries the mappings gone since from into to (see maps.h). */
+void
+maps_carry(struct maps *to, const struct maps *from)
+{
+	size_t i, j, n = to->n;
+	int overlap;
+
+	for (i = 0; i < from->n; i++) {
+		if (from->v[i].gone)
+			continue;
+		for (j = 0, overlap = 0; j < n && !overlap; j++)
+			overlap = to->v[j].start < from->v[i].limit &&
+			    from->v[i].start < to->v[j].limit;
+		if (overlap)
+			continue;
+		to->v = xreallocarray(to->v, to->n + 1, sizeof *to->v);
+		to->v[to->n] = from->v[i];
+		to->v[to->n].path = xstrdup(from->v[i].path);
+		to->v[to->n].gone = 1;
+		to->n++;
+	}
+	if (to->n > n)
+		qsort(to->v, to->n, sizeof *to->v, maps_cmp);
 }
 
 /* Reads the whole maps file and parses it. */

@@ -12,6 +12,7 @@ struct maps_entry {
 	uint64_t	 limit;
 	uint64_t	 offset;
 	char		*path;		/* "" for anonymous; "[vdso]" etc. */
+	int		 gone;		/* no longer mapped (maps_carry) */
 };
 
 struct maps {
@@ -24,6 +25,13 @@ int			 maps_read(const char *path, struct maps *out,
 			    char **cause);
 /* Parses maps text (exposed for tests). */
 void			 maps_parse(const char *text, struct maps *out);
+/*
+ * Adds to *to the mappings of from that are gone from it (none of to's
+ * overlaps them), marked gone, except those gone already: samples taken
+ * before code was unmapped (JIT code at exit, a library closed) still
+ * find their mapping in the next profile, and only in that one.
+ */
+void			 maps_carry(struct maps *to, const struct maps *from);
 /* The mapping containing addr, or NULL. */
 const struct maps_entry	*maps_find(const struct maps *, uint64_t addr);
 void			 maps_clear(struct maps *);

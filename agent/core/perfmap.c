@@ -6,6 +6,7 @@
  * address is inside it. Names live in one growing pool.
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -30,6 +31,8 @@ struct perfmap {
 	dev_t			 dev;		/* the file read */
 	ino_t			 ino;
 	uint64_t		 off;		/* bytes of it consumed */
+	char			 head[64];	/* its first bytes, to tell a */
+	size_t			 head_len;	/* file rewritten in place */
 	struct perfmap_stats	 st;
 };
 
@@ -57,6 +60,7 @@ perfmap_clear(struct perfmap *m)
 	m->pool_len = 0;
 	m->sorted = 1;
 	m->off = 0;
+	m->head_len = 0;
 	m->st.entries = 0;
 }
 
@@ -153,22 +157,25 @@ perfmap_parse(struct perfmap *m, const char *text, size_t len)
 
 /* Reads what the file gained (see perfmap.h). */
 int
-perfmap_refresh(struct perfmap *m, const char *path)
+perfmap_refresh(struct perfmap *m, const char *path, int64_t not_before)
 {
 	struct stat sb;
-	char *buf;
+	char head[sizeof m->head], *buf;
 	size_t want, got = 0, lines;
 	ssize_t r;
 	int fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
 		return -1;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+	    (int64_t)sb.st_mtime < not_before) {
 		close(fd);
 		return -1;
 	}
 	if (sb.st_dev != m->dev || sb.st_ino != m->ino ||
-	    (uint64_t)sb.st_size < m->off) {
+	    (uint64_t)sb.st_size < m->off || (m->head_len > 0 &&
+	    (pread(fd, head, m->head_len, 0) != (ssize_t)m->head_len ||
+	    memcmp(head, m->head, m->head_len) != 0))) {
 		perfmap_clear(m);
 		m->dev = sb.st_dev;
 		m->ino = sb.st_ino;
@@ -198,10 +205,54 @@ perfmap_refresh(struct perfmap *m, const char *path)
 	if (lines == 0 && got == want && got >= PERFMAP_MAX_LINE)
 		lines = got;	/* no newline in a line too long: skip it */
 	perfmap_parse(m, buf, lines);
+	if (m->off == 0) {
+		/* Truncated and written again past where we were: its
+		 * first bytes tell. */
+		m->head_len = lines < sizeof m->head ? lines : sizeof m->head;
+		memcpy(m->head, buf, m->head_len);
+	}
 	m->off += lines;
 	m->st.bytes += lines;
 	free(buf);
 	return 0;
+}
+
+/* When process pid started (see perfmap.h): boot time plus its start in
+ * clock ticks (/proc/PID/stat's 22nd field). */
+int64_t
+perfmap_process_start(int pid)
+{
+	char path[64], buf[1024], *s;
+	long long btime = 0, ticks;
+	ssize_t r;
+	int fd, i;
+	FILE *f;
+
+	if ((f = fopen("/proc/stat", "re")) == NULL)
+		return 0;
+	while (fgets(buf, sizeof buf, f) != NULL)
+		if (sscanf(buf, "btime %lld", &btime) == 1)
+			break;
+	fclose(f);
+	if (pid > 0)
+		snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/stat");
+	if (btime == 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	r = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = '\0';
+	/* After the comm's closing parenthesis: field 3 on. */
+	if ((s = strrchr(buf, ')')) == NULL)
+		return 0;
+	for (i = 2; i < 22 && s != NULL; i++)
+		s = strchr(s + 1, ' ');
+	if (s == NULL || (ticks = strtoll(s + 1, NULL, 10)) <= 0)
+		return 0;
+	return btime + ticks / sysconf(_SC_CLK_TCK);
 }
 
 /* Orders entries by start, then line order. */

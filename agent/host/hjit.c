@@ -15,6 +15,7 @@ struct hjit_map {
 	char		*path;		/* through /proc/PID/root */
 	struct perfmap	*m;
 	int64_t		 refreshed_ms;
+	int64_t		 started;	/* the process, epoch s */
 	uint64_t	 used;		/* clock of the last lookup */
 };
 
@@ -117,6 +118,7 @@ hjit_slot(struct hjit *j, const struct hproc *p)
 	    (int)hjit_nspid(p->pid));
 	e->m = perfmap_new();
 	e->refreshed_ms = -HJIT_REFRESH_MS;
+	e->started = perfmap_process_start(p->pid);
 	return e;
 }
 
@@ -136,7 +138,7 @@ hjit_lookup(struct hjit *j, const struct hproc *p, uint64_t addr)
 	if (now - e->refreshed_ms < HJIT_REFRESH_MS)
 		return NULL;
 	e->refreshed_ms = now;
-	if (perfmap_refresh(e->m, e->path) != 0)
+	if (perfmap_refresh(e->m, e->path, e->started) != 0)
 		return NULL;
 	/* Over the bytes bound: drop the least recently used others. */
 	while (hjit_bytes(j) > HJIT_MAX_BYTES) {

@@ -164,6 +164,28 @@ test_symbols(void)
 	    strcmp(m.v[2].path, "/lib/y") == 0,
 	    "maps_parse keeps anonymous executable mappings (JIT code) with "
 	    "an empty path, the next line's path not taken for theirs");
+	{
+		struct maps now, later;
+
+		maps_parse("7f00040000-7f00080000 r-xp 00000000 00:00 0\n"
+		    "7f00090000-7f000a0000 r-xp 00000000 08:01 12 /lib/z\n",
+		    &now);
+		maps_carry(&now, &m);
+		ok(now.n == 4 && maps_find(&now, 0x7f00000010) != NULL &&
+		    maps_find(&now, 0x7f00000010)->gone &&
+		    !maps_find(&now, 0x7f00040010)->gone &&
+		    strcmp(maps_find(&now, 0x7f000a0010)->path, "/lib/y") == 0,
+		    "maps_carry keeps the mappings gone since, marked, and "
+		    "none that a new one overlaps");
+		maps_parse("7f00090000-7f000a0000 r-xp 00000000 08:01 12 /lib/z\n",
+		    &later);
+		maps_carry(&later, &now);
+		ok(later.n == 2 && maps_find(&later, 0x7f00000010) == NULL &&
+		    maps_find(&later, 0x7f00040010)->gone,
+		    "a mapping is carried into one more snapshot only");
+		maps_clear(&now);
+		maps_clear(&later);
+	}
 	maps_clear(&m);
 }
 
