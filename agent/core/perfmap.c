@@ -272,7 +272,8 @@ perfmap_sort(struct perfmap *m)
 {
 	size_t i, j = 0;
 
-	qsort(m->v, m->n, sizeof *m->v, perfmap_cmp);
+	if (m->n > 1)
+		qsort(m->v, m->n, sizeof *m->v, perfmap_cmp);
 	for (i = 0; i < m->n; i++) {
 		if (j > 0 && m->v[j - 1].start == m->v[i].start)
 			j--;
