@@ -536,6 +536,8 @@ hperf_keep(struct hperf *h, size_t first)
 	uint8_t *a;
 	size_t i, len = 0;
 
+	if (first == 0)
+		return;		/* nothing handed on: all stay where they are */
 	for (i = first; i < h->nrecs; i++)
 		len += h->recs[i].len;
 	a = xmalloc(len > 0 ? len : 1);
@@ -568,10 +570,9 @@ hperf_drain(struct hperf *h, const struct hperf_ops *ops, void *arg,
     int flush)
 {
 	uint64_t horizon = hperf_now_ns() - HPERF_HORIZON_NS;
-	size_t i, n;
+	size_t n;
 
-	for (i = 0; i < h->n; i++)
-		hperf_copy_ring(h, &h->rings[i], ops, arg);
+	hperf_copy(h, ops, arg);
 	if (h->nrecs > 1)
 		qsort(h->recs, h->nrecs, sizeof *h->recs, hperf_rec_cmp);
 	for (n = 0; n < h->nrecs && (flush || h->recs[n].time < horizon); n++)
@@ -579,6 +580,17 @@ hperf_drain(struct hperf *h, const struct hperf_ops *ops, void *arg,
 		    arg);
 	hperf_keep(h, n);
 	return n;
+}
+
+/* Copies every ring's records out, calling ops->early for the samples
+ * (see hperf.h). */
+void
+hperf_copy(struct hperf *h, const struct hperf_ops *ops, void *arg)
+{
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		hperf_copy_ring(h, &h->rings[i], ops, arg);
 }
 
 /* Copies the counters. */

@@ -83,6 +83,12 @@ size_t		 hperf_fds(const struct hperf *, int *fds, size_t max);
  */
 size_t		 hperf_drain(struct hperf *, const struct hperf_ops *,
 		    void *arg, int flush);
+/*
+ * Copies the rings' records out without handing any on (hperf_drain does
+ * that later, in time order), calling ops->early for each sample: what a
+ * sample needs read soon after it was taken is read this often.
+ */
+void		 hperf_copy(struct hperf *, const struct hperf_ops *, void *arg);
 /* Counters so far. */
 void		 hperf_stats(const struct hperf *, struct hperf_stats *);
 /* Number of rings (CPUs). */

@@ -55,6 +55,7 @@ struct hpython {
 	size_t			 nsaid;
 	struct hpython_stats	 stats;
 	uint64_t		 last_ns;	/* a CPython program sampled */
+	int64_t			 checked_ms;	/* last pycode_tick */
 };
 
 #define HPYTHON_SLOTS	(HPYTHON_MAX_PROCS * 2)
@@ -363,10 +364,13 @@ hpython_stats(const struct hpython *h, struct hpython_stats *out)
 	*out = h->stats;
 }
 
-/* A drain begins: code objects are checked again on their next use. */
+/* A drain begins: code objects are checked again, every so often. */
 void
-hpython_tick(struct hpython *h)
+hpython_tick(struct hpython *h, int64_t now_ms)
 {
+	if (now_ms - h->checked_ms < HPYTHON_CHECK_MS)
+		return;
+	h->checked_ms = now_ms;
 	pycode_tick(h->codes);
 }
 
@@ -390,8 +394,14 @@ void
 hpython_reap(struct hpython *h, struct hprocs *procs)
 {
 	struct hpython_proc *old = h->procs, *e;
-	size_t i, j;
+	size_t i, j, dead = 0;
 
+	for (i = 0; i < HPYTHON_SLOTS; i++)
+		if (old[i].pid != 0 && !hpython_alive(procs,
+		    (uint64_t)old[i].pid))
+			dead++;
+	if (dead == 0)
+		return;
 	pycode_forget_dead(h->codes, hpython_alive, procs);
 	h->procs = xcalloc(HPYTHON_SLOTS, sizeof *h->procs);
 	h->nprocs = 0;

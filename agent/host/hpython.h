@@ -32,7 +32,8 @@
 #include "agent/host/hprocs.h"
 
 #define HPYTHON_MAX_PROCS	4096
-#define HPYTHON_MAX_CODES	65536
+#define HPYTHON_MAX_CODES	16384
+#define HPYTHON_CHECK_MS	100	/* code objects checked again */
 
 struct hpython_stats {
 	uint64_t	processes;	/* CPython processes found */
@@ -75,8 +76,11 @@ int		 hpython_name(struct hpython *, const struct hproc *p,
 void		 hpython_reap(struct hpython *, struct hprocs *procs);
 /* Whether a CPython program was sampled in the last second. */
 int		 hpython_active(const struct hpython *);
-/* A drain begins: each code object is checked again (pycode_tick). */
-void		 hpython_tick(struct hpython *);
+/*
+ * A drain begins at now_ms: each code object is checked again on its
+ * next use (pycode_tick) if HPYTHON_CHECK_MS passed since the last.
+ */
+void		 hpython_tick(struct hpython *, int64_t now_ms);
 void		 hpython_stats(const struct hpython *, struct hpython_stats *);
 
 #endif

@@ -207,9 +207,14 @@ hsample_early(struct hsample *h, pid_t pid, pid_t tid, uint64_t time)
 {
 	struct hproc *p;
 
-	if (h->python != NULL && pid > 0 &&
-	    (p = hprocs_known(h->procs, pid)) != NULL && !p->agent)
-		hpython_early(h->python, p, tid, time);
+	if (h->python == NULL || pid <= 0 ||
+	    (p = hprocs_known(h->procs, pid)) == NULL ||
+	    (p->agent && !h->include_agent) ||
+	    (h->only_pid > 0 && !hsample_under(h, p, h->only_pid)) ||
+	    (h->only_exe != NULL && strcmp(hprocs_exe_name(p),
+	    h->only_exe) != 0))
+		return;		/* a sample hsample_take leaves out */
+	hpython_early(h->python, p, tid, time);
 }
 
 /* Takes one sample (see hsample.h). */

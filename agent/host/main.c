@@ -42,8 +42,13 @@
 #include "common/xmalloc.h"
 
 #define MAIN_POLL_MS		100
-#define MAIN_POLL_PY_MS		2	/* while CPython programs run: their
-					   frames are read when drained */
+#define MAIN_POLL_PY_MS		2	/* while CPython programs run, the
+					   rings are copied out (their frames
+					   read) every quarter sample interval,
+					   at least this, at most 100 ms */
+#define MAIN_DRAIN_MS		20	/* records handed on at most this
+					   often (their ordering waits
+					   20 ms anyway) */
 #define MAIN_REAP_GRACE_MS	5000	/* exited processes kept */
 #define MAIN_MAX_RINGS		4096
 
@@ -521,8 +526,12 @@ main_say_stats(struct main_state *st, const struct hperf_stats *ps)
 static int
 main_poll_ms(struct main_state *st)
 {
-	return st->hs.python != NULL && hpython_active(st->hs.python) ?
-	    MAIN_POLL_PY_MS : MAIN_POLL_MS;
+	int ms = 250 / st->o->hz;
+
+	if (st->hs.python == NULL || !hpython_active(st->hs.python))
+		return MAIN_POLL_MS;
+	return ms < MAIN_POLL_PY_MS ? MAIN_POLL_PY_MS : ms > MAIN_POLL_MS ?
+	    MAIN_POLL_MS : ms;
 }
 
 /* Ends the period: one profile per group. */
@@ -631,6 +640,7 @@ main_loop(struct main_state *st)
 	int fds[MAIN_MAX_RINGS];
 	size_t n, i;
 	int64_t now, period_ms = st->o->period_ns / 1000000, reaped;
+	int64_t drained = 0;
 
 	n = hperf_fds(st->perf, fds, MAIN_MAX_RINGS);
 	for (i = 0; i < n; i++) {
@@ -641,10 +651,16 @@ main_loop(struct main_state *st)
 	reaped = st->period_mono;
 	while (!main_stop) {
 		poll(pfd, n, main_poll_ms(st));
-		if (st->hs.python != NULL)
-			hpython_tick(st->hs.python);
-		hperf_drain(st->perf, &ops, st, 0);
 		now = hprocs_now_ms();
+		if (st->hs.python != NULL)
+			hpython_tick(st->hs.python, now);
+		if (now - drained < MAIN_DRAIN_MS) {
+			/* Python's frames read; records handed on later. */
+			hperf_copy(st->perf, &ops, st);
+			continue;
+		}
+		hperf_drain(st->perf, &ops, st, 0);
+		drained = now;
 		if (now - reaped >= 1000) {
 			hprocs_reap(st->hs.procs, MAIN_REAP_GRACE_MS);
 			reaped = now;
