@@ -26,7 +26,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/inproc/interpose.h"
 #include "agent/inproc/sampler.h"
 
 #define EXEC_STACK_ARGS	256		/* execl* vectors up to this on stack */
@@ -104,10 +103,6 @@ execve(const char *path, char *const argv[], char *const envp[])
 	return rc;
 }
 
-/* The same for libprofd-heap's forwarder (interpose.h). */
-extern __typeof(execve) profd_agent_execve
-    __attribute__((alias("execve"), copy(execve)));
-
 /* execv(3) with the thread's timer off. */
 int
 execv(const char *path, char *const argv[])
@@ -118,10 +113,6 @@ execv(const char *path, char *const argv[])
 	sampler_exec_leave(token, slot);
 	return rc;
 }
-
-/* The same for libprofd-heap's forwarder (interpose.h). */
-extern __typeof(execv) profd_agent_execv
-    __attribute__((alias("execv"), copy(execv)));
 
 /* execvp(3) with the thread's timer off. */
 int
@@ -137,10 +128,6 @@ execvp(const char *file, char *const argv[])
 	return rc;
 }
 
-/* The same for libprofd-heap's forwarder (interpose.h). */
-extern __typeof(execvp) profd_agent_execvp
-    __attribute__((alias("execvp"), copy(execvp)));
-
 /* execvpe(3) with the thread's timer off. */
 int
 execvpe(const char *file, char *const argv[], char *const envp[])
@@ -151,10 +138,6 @@ execvpe(const char *file, char *const argv[], char *const envp[])
 	sampler_exec_leave(token, slot);
 	return rc;
 }
-
-/* The same for libprofd-heap's forwarder (interpose.h). */
-extern __typeof(execvpe) profd_agent_execvpe
-    __attribute__((alias("execvpe"), copy(execvpe)));
 
 /* fexecve(3) with the thread's timer off. */
 int
@@ -170,10 +153,6 @@ fexecve(int fd, char *const argv[], char *const envp[])
 	return rc;
 }
 
-/* The same for libprofd-heap's forwarder (interpose.h). */
-extern __typeof(fexecve) profd_agent_fexecve
-    __attribute__((alias("fexecve"), copy(fexecve)));
-
 /* execveat(2) with the thread's timer off. */
 int
 execveat(int fd, const char *path, char *const argv[], char *const envp[],
@@ -186,16 +165,11 @@ execveat(int fd, const char *path, char *const argv[], char *const envp[],
 	return rc;
 }
 
-/* The same for libprofd-heap's forwarder (interpose.h). */
-extern __typeof(execveat) profd_agent_execveat
-    __attribute__((alias("execveat"), copy(execveat)));
-
 /* How the execl* wrappers finish: which exec and which environment. */
 enum exec_l_kind {
-	EXEC_L = PROFD_AGENT_EXEC_L,	/* execve(path, argv, environ) */
-	EXEC_LE = PROFD_AGENT_EXEC_LE,	/* execve(path, argv, envp after
-					   the NULL) */
-	EXEC_LP = PROFD_AGENT_EXEC_LP,	/* execvp(file, argv) */
+	EXEC_L,		/* execve(path, argv, environ) */
+	EXEC_LE,	/* execve(path, argv, envp after the NULL) */
+	EXEC_LP,	/* execvp(file, argv) */
 };
 
 /* Runs the exec for a finished vector. */
@@ -305,12 +279,4 @@ execlp(const char *file, const char *arg, ...)
 	va_end(cp);
 	va_end(ap);
 	return rc;
-}
-
-/* The execl* body for libprofd-heap's forwarders (interpose.h). */
-int
-profd_agent_exec_l(int kind, const char *path, const char *arg0, va_list ap,
-    va_list cp)
-{
-	return exec_l((enum exec_l_kind)kind, path, arg0, ap, cp);
 }

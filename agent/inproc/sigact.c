@@ -68,10 +68,6 @@ sigaction(int signum, const struct sigaction *act, struct sigaction *old)
 	return sigact_real(signum, act, old);
 }
 
-/* The same for libprofd-heap's forwarder (interpose.h). */
-extern __typeof(sigaction) profd_agent_sigaction
-    __attribute__((alias("sigaction"), copy(sigaction)));
-
 /* Interposed: the program's signal (BSD semantics, as glibc's). */
 sighandler_t
 signal(int signum, sighandler_t handler)
@@ -90,7 +86,3 @@ signal(int signum, sighandler_t handler)
 		return SIG_ERR;
 	return old.sa_handler;
 }
-
-/* The same for libprofd-heap's forwarder (interpose.h). */
-extern __typeof(signal) profd_agent_signal
-    __attribute__((alias("signal"), copy(signal)));

@@ -26,7 +26,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/inproc/interpose.h"
 #include "agent/inproc/sigmask.h"
 
 /* glibc's internal SIGCANCEL and SIGSETXID, never blocked by glibc. */
@@ -168,10 +167,6 @@ pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 	return rc;
 }
 
-/* The same for libprofd-heap's forwarder (interpose.h). */
-extern __typeof(pthread_sigmask) profd_agent_pthread_sigmask
-    __attribute__((alias("pthread_sigmask"), copy(pthread_sigmask)));
-
 /* Interposed: the same for sigprocmask (0, or -1 and errno). */
 int
 sigprocmask(int how, const sigset_t *set, sigset_t *old)
@@ -191,7 +186,3 @@ sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	}
 	return rc;
 }
-
-/* The same for libprofd-heap's forwarder (interpose.h). */
-extern __typeof(sigprocmask) profd_agent_sigprocmask
-    __attribute__((alias("sigprocmask"), copy(sigprocmask)));

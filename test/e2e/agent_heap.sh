@@ -15,8 +15,7 @@
 #     at rate 1 every allocation is sampled (exact counts), none leaks;
 #  4. off means nothing interposed: libprofd-agent defines no allocation
 #     function and a program under it binds malloc to libc; libprofd-heap
-#     defines exactly the allocation functions and operators (and the
-#     names it forwards to the agent);
+#     defines exactly the allocation functions and operators;
 #  5. Debian's programs, unchanged: python3.11 keeping 50 MB of str
 #     (and a fork child keeping 20 MB more, each process labelled with
 #     its pid), sqlite3 inserting 200,000 indexed rows, clang++ -O2 -c
@@ -127,10 +126,6 @@ epoch() { date -d "$1" +%s.%N; }
 # --- 4. Off means nothing interposed (no collector needed) ---------------
 ALLOC_FNS='aligned_alloc calloc free malloc malloc_usable_size memalign posix_memalign pvalloc realloc valloc'
 NEW_DELETE='_ZdaPv _ZdaPvRKSt9nothrow_t _ZdaPvSt11align_val_t _ZdaPvSt11align_val_tRKSt9nothrow_t _ZdaPvm _ZdaPvmSt11align_val_t _ZdlPv _ZdlPvRKSt9nothrow_t _ZdlPvSt11align_val_t _ZdlPvSt11align_val_tRKSt9nothrow_t _ZdlPvm _ZdlPvmSt11align_val_t _Znam _ZnamRKSt9nothrow_t _ZnamSt11align_val_t _ZnamSt11align_val_tRKSt9nothrow_t _Znwm _ZnwmRKSt9nothrow_t _ZnwmSt11align_val_t _ZnwmSt11align_val_tRKSt9nothrow_t'
-# The names libprofd-agent interposes, forwarded to it by libprofd-heap
-# (agent/inproc/heapfwd.c: loaded as its dependency, the agent comes after
-# libc in the search order).
-FORWARDED='execl execle execlp execv execve execveat execvp execvpe fexecve pthread_sigmask sigaction signal sigprocmask'
 IGNORED='^(_init|_fini|__bss_start|_edata|_end)$'
 # defined LIB: the dynamic symbols LIB defines, sorted.
 defined() {
@@ -139,9 +134,9 @@ defined() {
 }
 got=$(defined "$SO" | grep -E '^(malloc|free|calloc|realloc|memalign|aligned_alloc|posix_memalign|valloc|pvalloc|malloc_usable_size|_Zn[wa]m.*|_Zd[la]Pv.*)$' | tr '\n' ' ')
 is "$got" "" "libprofd-agent.so defines no allocation function or operator new/delete"
-want=$(printf '%s\n' $ALLOC_FNS $NEW_DELETE $FORWARDED | LC_ALL=C sort | tr '\n' ' ')
+want=$(printf '%s\n' $ALLOC_FNS $NEW_DELETE | LC_ALL=C sort | tr '\n' ' ')
 is "$(defined "$HEAP" | tr '\n' ' ')" "$want" \
-    "libprofd-heap.so defines exactly the 10 allocation functions, 20 operators new/delete and the agent's 13 forwarded names ($(printf '%s\n' $want | wc -l) symbols)"
+    "libprofd-heap.so defines exactly the 10 allocation functions and 20 operators new/delete ($(printf '%s\n' $want | wc -l) symbols)"
 mkdir -p "$T_TMP/ld"
 # The bindings the loader made for leaky under LIB (LD_DEBUG=bindings).
 bindings() {

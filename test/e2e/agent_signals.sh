@@ -8,9 +8,7 @@
 # real-time signal; SIGPROF is refused. (4) xz -T2: liblzma's worker
 # threads block every signal with pthread_sigmask; the agent keeps its
 # signal out of such masks, so liblzma is on top (perf: 99.7%), as much
-# CPU is sampled as xz used, and nothing is charged to a futex wait; the
-# same under libprofd-heap.so, within 10% of the CPU agent's samples per
-# CPU-second (it loads the agent after libc: issue #31). (5) A
+# CPU is sampled as xz used, and nothing is charged to a futex wait. (5) A
 # thread that blocks every signal with the raw system call cannot be
 # sampled: its CPU is counted as lost in the profile comment, never lent
 # to another thread, while a thread masked through libc is sampled.
@@ -89,73 +87,52 @@ out = sys.stdout.buffer
 for i in range(1400000):
     out.write(r.choice(words) + (b"\n" if i % 12 == 0 else b" "))
 ' >"$T_TMP/xz.in"
-# xz_run LIB NAME: xz -T2 under LIB (libprofd-agent.so or libprofd-heap.so,
-# which loads the agent as its dependency), with its checks.
-xz_run() {
-	local lib=$1 who=$2 out=$T_TMP/xz-$2 xzpid blocks=0 threads=0 i st mask
-	local cpu_ticks=0 t rc cpu_samples samples lzma futex lost j
-	mkdir -p "$out"
-	env LD_PRELOAD="$lib" PROFD_SERVICE=xz PROFD_OUTPUT_DIR="$out" \
-	    PROFD_WINDOW=1 PROFD_PERIOD=1 xz -6 -T2 -c "$T_TMP/xz.in" \
-	    >"$T_TMP/xz.out" 2>"$T_TMP/err" &
-	xzpid=$!
-	for i in 1 2 3 4 5 6 7 8 9 10; do
-		sleep 0.3
-		for st in /proc/$xzpid/task/*/status; do
-			[ "$st" = "/proc/$xzpid/task/$xzpid/status" ] && continue
-			grep -q '^Name:.*xz' "$st" 2>/dev/null || continue
-			threads=$((threads + 1))
-			mask=$(awk '/^SigBlk/ { print $2 }' "$st" 2>/dev/null)
-			[ -n "$mask" ] && (( (0x$mask >> (AGENT_SIG - 1)) & 1 )) &&
-			    blocks=$((blocks + 1))
-		done
-		[ "$threads" -gt 0 ] && break
+mkdir -p "$T_TMP/xz"
+env LD_PRELOAD="$SO" PROFD_SERVICE=xz PROFD_OUTPUT_DIR="$T_TMP/xz" \
+    PROFD_WINDOW=1 PROFD_PERIOD=1 xz -6 -T2 -c "$T_TMP/xz.in" \
+    >"$T_TMP/xz.out" 2>"$T_TMP/err" &
+xzpid=$!
+blocks=0 threads=0
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	sleep 0.3
+	for st in /proc/$xzpid/task/*/status; do
+		[ "$st" = "/proc/$xzpid/task/$xzpid/status" ] && continue
+		grep -q '^Name:.*xz' "$st" 2>/dev/null || continue
+		threads=$((threads + 1))
+		mask=$(awk '/^SigBlk/ { print $2 }' "$st" 2>/dev/null)
+		[ -n "$mask" ] && (( (0x$mask >> (AGENT_SIG - 1)) & 1 )) &&
+		    blocks=$((blocks + 1))
 	done
-	# xz's CPU time, from /proc before it is reaped: utime + stime.
-	while kill -0 $xzpid 2>/dev/null; do
-		t=$(awk '{ print $14 + $15 }' /proc/$xzpid/stat 2>/dev/null) &&
-		    [ -n "$t" ] && cpu_ticks=$t
-		sleep 0.1
-	done
-	wait $xzpid; rc=$?
-	cpu_samples=$((cpu_ticks * 100 / $(getconf CLK_TCK)))
-	is "$rc/$(wc -c <"$T_TMP/err")" "0/0" "$who: xz -T2: exit 0, quiet"
-	check "$who: xz's workers, which block every signal, still take the agent's ($blocks of $threads block it)" \
-	    test "$threads" -gt 0 -a "$blocks" -eq 0
-	j=$(python3 "$STACKS" --has futex "$out"/*.pb.gz)
-	samples=$(jq .samples <<<"$j")
-	lzma=$(jq '[.leaf_maps | to_entries[] | select(.key | startswith("liblzma")) | .value] | add // 0' <<<"$j")
-	futex=$(jq '.functions.futex' <<<"$j")
-	lost=$(jq '[.comments[] | capture(", (?<n>[0-9]+) samples lost") | .n | tonumber] | add // 0' <<<"$j")
-	diag "$who: xz: CPU ${cpu_samples} samples' worth, $samples sampled, $lost lost; leaf in liblzma $lzma, futex $futex"
-	check "$who: liblzma is on top: at least 90% of the samples' leaves ($lzma)" \
-	    awk -v r="$lzma" 'BEGIN { exit !(r >= 0.9) }'
-	check "$who: nothing is charged to a futex wait ($futex <= 2%)" \
-	    awk -v r="$futex" 'BEGIN { exit !(r <= 0.02) }'
-	check "$who: the samples are about xz's CPU time ($samples of $cpu_samples, within 30%)" \
-	    awk -v a="$samples" -v c="$cpu_samples" \
-	    'BEGIN { exit !(a >= 0.7 * c && a <= 1.3 * c) }'
-	check "$who: next to nothing is lost ($lost <= 5% of $cpu_samples)" \
-	    test "$((lost * 20))" -le "$cpu_samples"
-	is "$(jq .bad_frames <<<"$j")" 0 "$who: no location of xz's profiles lies outside its mapping"
-	# Samples per CPU-second, for the comparison of the two libraries.
-	XZ_RATE=$(awk -v a="$samples" -v c="$cpu_samples" 'BEGIN { printf "%.4f", c ? a / c : 0 }')
-}
-xz_run "$SO" libprofd-agent
-rate_agent=$XZ_RATE
-# libprofd-heap: the agent is its dependency, loaded after libc; its own
-# copies of the interposed names (agent/inproc/heapfwd.c) keep the
-# workers' masks from blocking the agent's signal.
-HEAP_SO=$B/agent/.libs/libprofd-heap.so
-if nm -D "$SO" 2>/dev/null | grep -qE '__(asan|tsan|msan)_init'; then
-	diag "sanitizer build: its runtime owns malloc, which libprofd-heap cannot interpose; its xz run skipped"
-elif [ -f "$HEAP_SO" ]; then
-	xz_run "$HEAP_SO" libprofd-heap
-	check "libprofd-heap: samples per CPU-second within 10% of libprofd-agent's on the same run ($XZ_RATE vs $rate_agent)" \
-	    awk -v h="$XZ_RATE" -v a="$rate_agent" 'BEGIN { exit !(a > 0 && h >= 0.9 * a && h <= 1.1 * a) }'
-else
-	diag "libprofd-heap.so not built; its xz run skipped"
-fi
+	[ "$threads" -gt 0 ] && break
+done
+# xz's CPU time, from /proc before it is reaped: utime + stime.
+cpu_ticks=0
+while kill -0 $xzpid 2>/dev/null; do
+	t=$(awk '{ print $14 + $15 }' /proc/$xzpid/stat 2>/dev/null) &&
+	    [ -n "$t" ] && cpu_ticks=$t
+	sleep 0.1
+done
+wait $xzpid; rc=$?
+cpu_samples=$((cpu_ticks * 100 / $(getconf CLK_TCK)))
+is "$rc/$(wc -c <"$T_TMP/err")" "0/0" "xz -T2 under the agent: exit 0, quiet"
+check "xz's workers, which block every signal, still take the agent's ($blocks of $threads block it)" \
+    test "$threads" -gt 0 -a "$blocks" -eq 0
+j=$(python3 "$STACKS" --has futex "$T_TMP"/xz/*.pb.gz)
+samples=$(jq .samples <<<"$j")
+lzma=$(jq '[.leaf_maps | to_entries[] | select(.key | startswith("liblzma")) | .value] | add // 0' <<<"$j")
+futex=$(jq '.functions.futex' <<<"$j")
+lost=$(jq '[.comments[] | capture(", (?<n>[0-9]+) samples lost") | .n | tonumber] | add // 0' <<<"$j")
+diag "xz: CPU ${cpu_samples} samples' worth, $samples sampled, $lost lost; leaf in liblzma $lzma, futex $futex"
+check "liblzma is on top: at least 90% of the samples' leaves ($lzma)" \
+    awk -v r="$lzma" 'BEGIN { exit !(r >= 0.9) }'
+check "nothing is charged to a futex wait ($futex <= 2%)" \
+    awk -v r="$futex" 'BEGIN { exit !(r <= 0.02) }'
+check "the samples are about xz's CPU time ($samples of $cpu_samples, within 30%)" \
+    awk -v a="$samples" -v c="$cpu_samples" \
+    'BEGIN { exit !(a >= 0.7 * c && a <= 1.3 * c) }'
+check "next to nothing is lost ($lost <= 5% of $cpu_samples)" \
+    test "$((lost * 20))" -le "$cpu_samples"
+is "$(jq .bad_frames <<<"$j")" 0 "no location of xz's profiles lies outside its mapping"
 fi
 
 # 5. Blocked through libc, or with the system call.
