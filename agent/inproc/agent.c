@@ -50,6 +50,7 @@
  * after the stop, then joins the thread; the program's exit is never held
  * longer (plus a few ms to join).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -1027,14 +1028,43 @@ profd_agent_stop(void)
 	agent_free(a);
 }
 
-/* LD_PRELOAD mode: start from PROFD_* when PROFD_SERVICE is set. */
-__attribute__((constructor)) static void
+/*
+ * Whether this copy of the agent is the one the loader's search order
+ * reaches first. libprofd-heap holds a copy of its own, so a program
+ * linked with -lprofd-agent and run with libprofd-heap preloaded maps two;
+ * the program's profd_agent_* calls and the interposed functions reach
+ * the first (the preloaded one), and only that one may start. Asked with
+ * profd_agent_heap_start, whose address no program takes (a non-PIE
+ * program's PLT entry would stand for a function it takes the address of).
+ */
+static int
+agent_is_first(void)
+{
+	Dl_info mine, first;
+	void *fn;
+
+	if ((fn = dlsym(RTLD_DEFAULT, "profd_agent_heap_start")) == NULL ||
+	    dladdr((void *)agent_is_first, &mine) == 0 ||
+	    dladdr(fn, &first) == 0)
+		return 1;
+	return mine.dli_fbase == first.dli_fbase;
+}
+
+/*
+ * LD_PRELOAD mode: start from PROFD_* when PROFD_SERVICE is set. After
+ * the wrappers' look-ups (101), before libprofd-heap's heapwrap_init
+ * (103), which asks whether the agent runs: in one object, constructors
+ * of a priority run in its order, those of none after all of them.
+ */
+__attribute__((constructor(102))) static void
 agent_env_start(void)
 {
 	struct profd_agent_config cfg;
 	char *cause = NULL;
 	int rc, heap_rate = 0, python = 1;
 
+	if (!agent_is_first())
+		return;
 	if ((rc = settings_from_env(&cfg, &cause)) == 0)
 		return;
 	if (rc < 0 || settings_heap_rate(&heap_rate, &cause) != 0 ||

@@ -2,8 +2,8 @@
  * libprofd-heap: the allocation functions, interposed under LD_PRELOAD
  * for the heap profiler (agent/inproc/heap.c). Only this library defines them,
  * so a program run with libprofd-agent alone has nothing interposed on
- * its allocations; preloading libprofd-heap (which loads libprofd-agent
- * as a dependency) turns heap profiling on.
+ * its allocations; preloading libprofd-heap (which holds the whole agent
+ * as well, see agent/include.am) turns heap profiling on.
  *
  * Each wrapper calls the next definition (glibc's, or whatever allocator
  * comes after us), resolved with dlsym(RTLD_NEXT) on first use. dlsym
@@ -32,8 +32,8 @@
  * new, not inside it; a throwing new that fails falls back to the C++
  * runtime's own (new handler, std::bad_alloc).
  *
- * Until the agent says it runs (its constructor, before any of the
- * program's), nothing is sampled; with PROFD_SERVICE unset the agent is
+ * Until the agent says it runs (its constructor, before ours and any of
+ * the program's), nothing is sampled; with PROFD_SERVICE unset the agent is
  * off and the wrappers only forward.
  */
 #include <dlfcn.h>
@@ -786,8 +786,12 @@ heapwrap_delete_array_aligned_nothrow(void *p, size_t al, const void *nt)
 	heapwrap_free(p);
 }
 
-/* Load time: resolve, and sample from now on if the agent runs. */
-__attribute__((constructor)) static void
+/*
+ * Load time: resolve, and sample from now on if the agent runs. The
+ * agent lives in this library too: its constructor (agent_env_start,
+ * priority 102) must have run, hence 103.
+ */
+__attribute__((constructor(103))) static void
 heapwrap_init(void)
 {
 	heapwrap_key();

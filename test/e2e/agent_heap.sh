@@ -15,7 +15,10 @@
 #     at rate 1 every allocation is sampled (exact counts), none leaks;
 #  4. off means nothing interposed: libprofd-agent defines no allocation
 #     function and a program under it binds malloc to libc; libprofd-heap
-#     defines exactly the allocation functions and operators;
+#     defines exactly the allocation functions and operators besides what
+#     libprofd-agent defines (it holds the agent, with its signal-mask,
+#     sigaction and exec wrappers), and needs no libprofd-agent: a
+#     program under it binds pthread_sigmask to it;
 #  5. Debian's programs, unchanged: python3.11 keeping 50 MB of str
 #     (and a fork child keeping 20 MB more, each process labelled with
 #     its pid), sqlite3 inserting 200,000 indexed rows, clang++ -O2 -c
@@ -134,9 +137,11 @@ defined() {
 }
 got=$(defined "$SO" | grep -E '^(malloc|free|calloc|realloc|memalign|aligned_alloc|posix_memalign|valloc|pvalloc|malloc_usable_size|_Zn[wa]m.*|_Zd[la]Pv.*)$' | tr '\n' ' ')
 is "$got" "" "libprofd-agent.so defines no allocation function or operator new/delete"
-want=$(printf '%s\n' $ALLOC_FNS $NEW_DELETE | LC_ALL=C sort | tr '\n' ' ')
+want=$({ printf '%s\n' $ALLOC_FNS $NEW_DELETE; defined "$SO"; } | LC_ALL=C sort -u | tr '\n' ' ')
 is "$(defined "$HEAP" | tr '\n' ' ')" "$want" \
-    "libprofd-heap.so defines exactly the 10 allocation functions and 20 operators new/delete ($(printf '%s\n' $want | wc -l) symbols)"
+    "libprofd-heap.so defines exactly the 10 allocation functions, 20 operators new/delete and libprofd-agent's $(defined "$SO" | wc -l) symbols"
+is "$(readelf -d "$HEAP" | grep -c 'NEEDED.*libprofd-agent')" 0 \
+    "libprofd-heap.so does not load libprofd-agent (which would come after libc)"
 mkdir -p "$T_TMP/ld"
 # The bindings the loader made for leaky under LIB (LD_DEBUG=bindings).
 bindings() {
@@ -154,6 +159,13 @@ for f in malloc calloc free; do
 	is "$(bound "$T_TMP/ld/off" $f)" libc.so.6 "under libprofd-agent.so alone leaky's $f binds to libc.so.6"
 	is "$(bound "$T_TMP/ld/on" $f)" libprofd-heap.so "under libprofd-heap.so leaky's $f binds to libprofd-heap.so"
 done
+# agent/examples/blocker masks a thread's signals with pthread_sigmask:
+# under libprofd-heap the call reaches the agent's wrapper (sigmask.c).
+LD_DEBUG=bindings LD_PRELOAD=$HEAP "$B/agent/examples/blocker" -s 0.05 \
+    2>"$T_TMP/ld/blocker" >/dev/null
+b=$(sed -n "s/.*binding file [^ ]*blocker \[0\] to \([^ ]*\) \[0\]: normal symbol \`pthread_sigmask'.*/\1/p" \
+    "$T_TMP/ld/blocker" | head -n 1 | xargs -r basename)
+is "$b" libprofd-heap.so "under libprofd-heap.so blocker's pthread_sigmask binds to libprofd-heap.so"
 
 if ! [ -x "$PROFD" ] || ! profd_start; then
 	diag "profd is not available; collector tests skipped"
