@@ -93,16 +93,31 @@ for i in range(1400000):
 ' >"$T_TMP/xz.in"
 # xz_run LIB OUTDIR: xz -6 -T2 under LIB; sets rc, threads, blocks (xz's
 # threads but the first, and those blocking the agent's signal) and
-# cpu_samples (xz's CPU time, utime + stime from /proc before it is
-# reaped, in samples at 100 Hz: the own clock of its timers, whatever the
+# cpu_samples (xz's CPU time, user + sys of all its threads from its
+# rusage, in samples at 100 Hz: the own clock of its timers, whatever the
 # machine's load).
 xz_run() {
-	local lib=$1 out=$2 xzpid st mask t i cpu_ticks=0
+	local lib=$1 out=$2 xzpid st mask t i runner
 	mkdir -p "$out"
-	env LD_PRELOAD="$lib" PROFD_SERVICE=xz PROFD_OUTPUT_DIR="$out" \
+	rm -f "$T_TMP/xz.pid" "$T_TMP/xz.cpu"
+	# xz's CPU time (user + sys, all threads) from its rusage, exact.
+	python3 -c '
+import resource, subprocess, sys
+p = subprocess.Popen(sys.argv[3:])
+open(sys.argv[1], "w").write(str(p.pid))
+rc = p.wait()
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[2], "w").write("%d" % round(100 * (r.ru_utime + r.ru_stime)))
+sys.exit(rc)' "$T_TMP/xz.pid" "$T_TMP/xz.cpu" \
+	    env LD_PRELOAD="$lib" PROFD_SERVICE=xz PROFD_OUTPUT_DIR="$out" \
 	    PROFD_WINDOW=1 PROFD_PERIOD=1 xz -6 -T2 -c "$T_TMP/xz.in" \
 	    >"$T_TMP/xz.out" 2>"$T_TMP/err" &
-	xzpid=$!
+	runner=$!
+	for i in $(seq 1 50); do
+		[ -s "$T_TMP/xz.pid" ] && break
+		sleep 0.05
+	done
+	xzpid=$(cat "$T_TMP/xz.pid" 2>/dev/null)
 	blocks=0 threads=0
 	for i in 1 2 3 4 5 6 7 8 9 10; do
 		sleep 0.3
@@ -116,13 +131,8 @@ xz_run() {
 		done
 		[ "$threads" -gt 0 ] && break
 	done
-	while kill -0 $xzpid 2>/dev/null; do
-		t=$(awk '{ print $14 + $15 }' /proc/$xzpid/stat 2>/dev/null) &&
-		    [ -n "$t" ] && cpu_ticks=$t
-		sleep 0.1
-	done
-	wait $xzpid; rc=$?
-	cpu_samples=$((cpu_ticks * 100 / $(getconf CLK_TCK)))
+	wait $runner; rc=$?
+	cpu_samples=$(cat "$T_TMP/xz.cpu" 2>/dev/null || echo 0)
 }
 xz_run "$SO" "$T_TMP/xz"
 is "$rc/$(wc -c <"$T_TMP/err")" "0/0" "xz -T2 under the agent: exit 0, quiet"

@@ -152,6 +152,7 @@ run() {
 	if [ -n "$PERF" ]; then
 		perf record -q -e cpu-clock -F 49 --call-graph=dwarf \
 		    -o "$T_TMP/$name.data" -- env LD_PRELOAD="$SO" \
+		    PROFD_PYTHON_FRAMES=off \
 		    PROFD_SERVICE="$name" PROFD_OUTPUT_DIR="$T_TMP/$name" \
 		    PROFD_WINDOW=3 PROFD_PERIOD=3 "$@" >/dev/null \
 		    2>"$T_TMP/$name.err"
@@ -161,7 +162,7 @@ run() {
 		SUM=$(summarize "$T_TMP/$name" "$T_TMP/$name.perf" \
 		    "$(readlink -f "$(command -v "$1")")")
 	else
-		LD_PRELOAD="$SO" PROFD_SERVICE="$name" \
+		LD_PRELOAD="$SO" PROFD_SERVICE="$name" PROFD_PYTHON_FRAMES=off \
 		    PROFD_OUTPUT_DIR="$T_TMP/$name" PROFD_WINDOW=3 \
 		    PROFD_PERIOD=3 "$@" >/dev/null 2>"$T_TMP/$name.err"
 		RC=$?

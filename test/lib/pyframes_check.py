@@ -3,8 +3,10 @@
 pyshares.py) as one JSON object, for the agents' Python-frame tests:
 
   samples    samples read (first value)
-  shares     {fn: share of the samples holding any --fn function, that
-             hold fn} for each --fn NAME (a frame named exactly NAME)
+  shares     {fn: share of the samples holding any --share function (any
+             --fn function without --share), that hold fn} for each
+             --fn NAME (a frame named exactly NAME); --share NAME is also
+             a --fn
   where      {fn: ["file:line", ...]} the files (base names) and lines of
              fn's locations
   callers    {fn: {caller: share of fn's samples}} the frame right
@@ -17,7 +19,7 @@ pyshares.py) as one JSON object, for the agents' Python-frame tests:
   python_map whether a mapping named "[python]" holds the Python frames
   eval_left  share of samples still holding _PyEval_EvalFrameDefault
 
-usage: pyframes_check.py --fn NAME... FILE...
+usage: pyframes_check.py [--share NAME]... --fn NAME... FILE...
 """
 import json
 import os
@@ -28,10 +30,12 @@ from pprof_stacks import read  # noqa: E402
 
 
 def main(argv):
-    fns, files, i = [], [], 0
+    fns, share, files, i = [], [], [], 0
     while i < len(argv):
-        if argv[i] == "--fn":
+        if argv[i] in ("--fn", "--share"):
             fns.append(argv[i + 1])
+            if argv[i] == "--share":
+                share.append(argv[i + 1])
             i += 2
         else:
             files.append(argv[i])
@@ -68,7 +72,7 @@ def main(argv):
             names = [f[0] for f in frames]
             if "_PyEval_EvalFrameDefault" in names:
                 eval_left += n
-            if any(f in names for f in fns):
+            if any(f in names for f in (share or fns)):
                 anyfn += n
             for f in fns:
                 if f not in names:
