@@ -49,7 +49,7 @@ jit_check() {
 	j=$(python3 "$STACKS" --has "$HOT" "$@")
 	hot=$(jq --arg h "$HOT" '[.top[] | select(.[0] | test($h)) | .[1]] | add // 0' <<<"$j")
 	diag "$who: $(jq -c '{samples, top: .top[:3], reach, bad_frames}' <<<"$j" | cut -c 1-400)"
-	check "$who: samples ($(jq .samples <<<"$j"))" [ "$(jq .samples <<<"$j")" -ge 100 ]
+	check "$who: samples ($(jq .samples <<<"$j"))" [ "$(jq .samples <<<"$j")" -ge 50 ]
 	check "$who: the JS function on top in at least 80% of the samples ($hot)" \
 	    awk -v r="$hot" 'BEGIN { exit !(r >= 0.8) }'
 	check "$who: stacks reach main through the JIT frames ($(jq .reach <<<"$j") >= $REACH)" \
