@@ -13,7 +13,9 @@
 # *_LTLIBRARIES variable, its *_OBJECTS and the libtool objects in its
 # LIBADD), each libtool object (.lo) naming the object file it stands
 # for, so nothing here lists a folder. What a sanitizer or the toolchain
-# adds (__asan_*, __ubsan_*, __odr_asan*, ...) is not counted. (The
+# adds (__asan_*, __ubsan_*, __odr_asan*, ...) is not counted, nor are the
+# C library's allocation functions (an interposer defines them: a call to
+# malloc is a call to the C library's, not a knot). (The
 # installed libprofd-agent is one object, `ld -r` of the objects of
 # libprofdagentcore and libprofdagentinproc: its circles would be
 # theirs, checked on their own.)
@@ -35,7 +37,12 @@ import os, re, shlex, subprocess, sys
 bld, nm = sys.argv[1], sys.argv[2]
 IGNORED = re.compile(r'^(_*(asan|ubsan|tsan|lsan|msan|hwasan|sanitizer|'
     r'sancov|odr_asan|llvm|gcov|gcda)|_GLOBAL_OFFSET_TABLE_$|'
-    r'__dso_handle$|_DYNAMIC$|__TMC_END__$|\.)')
+    r'__dso_handle$|_DYNAMIC$|__TMC_END__$|\.|'
+    # C's allocation functions and C++'s operators: an object that calls
+    # them calls the C library's, whoever interposes them (libprofd-heap's
+    # heapwrap.c, linked with the agent that calls malloc).
+    r'(malloc|free|calloc|realloc|memalign|aligned_alloc|posix_memalign|'
+    r'valloc|pvalloc|malloc_usable_size)$|_Zn[wa]m|_Zd[la]Pv)')
 
 def makefile_vars(path):
     """The Makefile's variables, unexpanded (what configure left active)."""
