@@ -288,7 +288,7 @@ pyrt_walk_frames(const struct pyrt *rt, pyrt_read_fn read, void *ctx,
     uint64_t *entries)
 {
 	const struct pyrt_offsets *o = &rt->off;
-	uint64_t frame, code, instr, seen[PYRT_MAX_FRAMES * 2];
+	uint64_t frame, code, instr, base, seen[PYRT_MAX_FRAMES * 2];
 	uint8_t f[PYRT_FRAME_BYTES];
 	uint32_t n = 0, nseen = 0;
 	int64_t idx;
@@ -314,8 +314,12 @@ pyrt_walk_frames(const struct pyrt *rt, pyrt_read_fn read, void *ctx,
 		} else {
 			memcpy(&code, f + o->fr_code, 8);
 			memcpy(&instr, f + o->fr_instr, 8);
-			idx = code == 0 ? -1 : ((int64_t)instr -
-			    (int64_t)(code + (uint64_t)o->co_code)) / 2;
+			/* Unsigned, checked: a frame read while it changes
+			 * may hold anything. */
+			base = code + (uint64_t)o->co_code;
+			idx = code == 0 || code >= (1ULL << 47) ||
+			    instr < base || instr - base > (1ULL << 32) ? -1 :
+			    (int64_t)((instr - base) / 2);
 			/* A frame being set up has no instruction yet. */
 			if (idx >= 0 && code < (1ULL << 47) && (code & 7) == 0) {
 				if (frames != NULL)
