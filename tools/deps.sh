@@ -57,7 +57,9 @@ fi
 
 # From npm: playwright-core for the browser test (test/e2e/ui_browser.sh;
 # it drives Debian's chromium, installed above, and downloads no browser),
-# and Grafana Pyroscope's Node.js SDK for test/e2e/pyroscope_node.sh.
+# Grafana Pyroscope's Node.js SDK for test/e2e/pyroscope_node.sh, and
+# test/protojs: buf, protoc-gen-es and Connect's Node.js client for the
+# query API's and OTLP's tests.
 top=$(cd "$(dirname "$0")/.." && pwd)
 npm_ci() {	# DIR PACKAGE TEST
 	[ -f "$top/$1/package-lock.json" ] && [ ! -d "$top/$1/node_modules/$2" ] ||
@@ -73,3 +75,4 @@ npm_ci() {	# DIR PACKAGE TEST
 }
 npm_ci test/ui playwright-core "the browser test"
 npm_ci test/pyroscope @pyroscope/nodejs "the Pyroscope SDK test"
+npm_ci test/protojs @connectrpc/connect-node "the Connect and OTLP client tests"
