@@ -29,7 +29,7 @@
 static const char *metrics_routes[METRICS_NROUTES] = {
 	"upload", "list", "get", "get_merged", "merge", "services", "labels",
 	"version", "metrics", "healthz", "flamegraph", "top", "diff",
-	"sample_types", "timeline", "ui", "poll", "other",
+	"sample_types", "timeline", "ui", "poll", "query", "render", "other",
 };
 
 /* Upper bounds in seconds; +Inf is implied. */

@@ -34,6 +34,8 @@ enum metrics_route {
 	METRICS_ROUTE_TIMELINE,		/* GET /api/0/timeline */
 	METRICS_ROUTE_UI,		/* GET /, /ui/... */
 	METRICS_ROUTE_POLL,		/* /api/0/agents/poll */
+	METRICS_ROUTE_QUERY,		/* POST /querier.v1.QuerierService/ */
+	METRICS_ROUTE_RENDER,		/* GET /pyroscope/render(-diff) */
 	METRICS_ROUTE_OTHER,		/* unknown paths, wrong methods */
 	METRICS_NROUTES
 };

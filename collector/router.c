@@ -18,6 +18,9 @@
 
 #include "collector/api/api_info.h"
 #include "collector/api/api_ingest.h"
+#include "collector/query/qconnect.h"
+#include "collector/query/qrender.h"
+#include "collector/query/qservice.h"
 #include "collector/api/api_merge.h"
 #include "collector/api/api_merge_post.h"
 #include "collector/api/api_ui.h"
@@ -72,6 +75,9 @@ static const struct router_route router_routes[] = {
 	    METRICS_ROUTE_MERGE, METRICS_ROUTE_GET_MERGED },
 	{ "/ingest", NULL, api_ingest, 0, METRICS_ROUTE_UPLOAD },
 	{ "/pyroscope/ingest", NULL, api_ingest, 0, METRICS_ROUTE_UPLOAD },
+	{ "/pyroscope/render", qrender_render, NULL, METRICS_ROUTE_RENDER, 0 },
+	{ "/pyroscope/render-diff", qrender_diff, NULL, METRICS_ROUTE_RENDER,
+	    0 },
 	{ "/api/0/services", api_info_services, NULL, METRICS_ROUTE_SERVICES,
 	    0 },
 	{ "/api/0/labels", api_info_labels, NULL, METRICS_ROUTE_LABELS, 0 },
@@ -158,6 +164,14 @@ router_route(const char *path, const char *rawpath,
 		} else
 			d->allow = r->get == NULL ? "POST" : r->post != NULL ?
 			    "GET, POST" : "GET";
+		return;
+	}
+	if (strncmp(path, QCONNECT_PREFIX, strlen(QCONNECT_PREFIX)) == 0) {
+		if (method == EVHTTP_REQ_POST) {
+			d->fn = qservice_post;
+			d->name = METRICS_ROUTE_QUERY;
+		} else
+			d->allow = "POST";
 		return;
 	}
 	if (strcmp(path, "/") == 0 || strcmp(path, "/ui") == 0 ||
@@ -323,7 +337,9 @@ router_screen(struct router *rt, struct evhttp_request *req,
 	else if (s->path == NULL)
 		router_refuse(s, 400, "bad request path");
 	else if (rt->auth != NULL && (strncmp(s->path, "/api/", 5) == 0 ||
-	    s->d.name == METRICS_ROUTE_UPLOAD) &&
+	    s->d.name == METRICS_ROUTE_UPLOAD ||
+	    s->d.name == METRICS_ROUTE_QUERY ||
+	    s->d.name == METRICS_ROUTE_RENDER) &&
 	    (router_authorize(rt, req, router_scope(s->d.name), s),
 	    s->code != 0))
 		return;

@@ -395,15 +395,89 @@ view_tree_locations(struct view_tree *t, const pprof_profile_t *p,
 	return locs;
 }
 
+/*
+ * A sample's frames, root first, into *path (grown to *cap); returns how
+ * many, and sets *focused when a location matched focus.
+ */
+static size_t
+view_tree_path(const Perftools__Profiles__Sample *s, const struct view_loc *locs,
+    size_t nlocs, uint32_t **path, size_t *cap, int *focused)
+{
+	const struct view_loc *lc;
+	struct view_loc key;
+	size_t j, k, n = 0;
+
+	/* Root first: the last location, its outermost line first. */
+	for (j = s->n_location_id; j-- > 0; ) {
+		key.id = s->location_id[j];
+		lc = bsearch(&key, locs, nlocs, sizeof *locs, view_tree_cmp_loc);
+		if (lc == NULL)
+			continue;
+		*focused |= lc->focused;
+		if (n + lc->n > *cap) {
+			*cap = (n + lc->n) * 2;
+			*path = xreallocarray(*path, *cap, sizeof **path);
+		}
+		for (k = lc->n; k-- > 0; )
+			(*path)[n++] = lc->frames[k];
+	}
+	return n;
+}
+
+/* Whether a path, root first, begins with the call site's names. */
+static int
+view_tree_under(const struct view_tree *t, const uint32_t *path, size_t n,
+    const char *const *call_site, size_t ncs)
+{
+	size_t k;
+
+	if (n < ncs)
+		return 0;
+	for (k = 0; k < ncs; k++)
+		if (strcmp(t->names[path[k]], call_site[k]) != 0)
+			return 0;
+	return 1;
+}
+
+/* Keeps the samples under a call site; see .h. */
+void
+view_tree_keep_call_site(pprof_profile_t *p, const char *const *call_site,
+    size_t ncs)
+{
+	struct view_tree t;
+	struct view_loc *locs;
+	uint32_t *path = NULL;
+	size_t i, k = 0, n, cap = 0;
+	int focused = 0;
+
+	view_tree_init(&t);
+	locs = view_tree_locations(&t, p, NULL);
+	for (i = 0; i < p->n_sample; i++) {
+		n = view_tree_path(p->sample[i], locs, p->n_location, &path,
+		    &cap, &focused);
+		if (view_tree_under(&t, path, n, call_site, ncs))
+			p->sample[k++] = p->sample[i];
+		else
+			protobuf_c_message_free_unpacked(&p->sample[i]->base,
+			    NULL);
+	}
+	p->n_sample = k;
+	for (i = 0; i < p->n_location; i++)
+		free(locs[i].frames);
+	free(locs);
+	free(path);
+	view_tree_clear(&t);
+}
+
 /* Adds the samples of p's sample type idx; see .h. */
 void
 view_tree_add(struct view_tree *t, const pprof_profile_t *p, int idx,
     const struct view_filter *f, int base)
 {
 	const Perftools__Profiles__Sample *s;
-	struct view_loc *locs, key, *lc;
+	struct view_loc *locs;
 	uint32_t node, *path = NULL;
-	size_t i, j, k, n, cap = 0;
+	size_t i, k, n, cap = 0;
 	int64_t v;
 	int focused;
 
@@ -418,23 +492,12 @@ view_tree_add(struct view_tree *t, const pprof_profile_t *p, int idx,
 		s = p->sample[i];
 		if ((size_t)idx >= s->n_value || (v = s->value[idx]) == 0)
 			continue;
-		n = 0;
 		focused = f == NULL || f->focus == NULL;
-		/* Root first: the last location, its outermost line first. */
-		for (j = s->n_location_id; j-- > 0; ) {
-			key.id = s->location_id[j];
-			lc = bsearch(&key, locs, p->n_location, sizeof *locs,
-			    view_tree_cmp_loc);
-			if (lc == NULL)
-				continue;
-			focused |= lc->focused;
-			if (n + lc->n > cap) {
-				cap = (n + lc->n) * 2;
-				path = xreallocarray(path, cap, sizeof *path);
-			}
-			for (k = lc->n; k-- > 0; )
-				path[n++] = lc->frames[k];
-		}
+		n = view_tree_path(s, locs, p->n_location, &path, &cap,
+		    &focused);
+		if (f != NULL && f->ncall_site > 0 && !view_tree_under(t, path,
+		    n, f->call_site, f->ncall_site))
+			continue;
 		if (!focused)
 			continue;
 		node = 0;

@@ -36,10 +36,16 @@ struct view_tree {
 	int			 profiles, base_profiles;
 };
 
-/* Which frames count: focus keeps samples through a match, hide drops. */
+/*
+ * Which frames count: focus keeps samples through a match, hide drops;
+ * call_site keeps the samples whose stack, from the root, begins with
+ * those function names (Pyroscope's stack trace selector).
+ */
 struct view_filter {
-	const regex_t	*focus;		/* NULL: every sample */
-	const regex_t	*hide;		/* NULL: every frame */
+	const regex_t		*focus;		/* NULL: every sample */
+	const regex_t		*hide;		/* NULL: every frame */
+	const char *const	*call_site;	/* root first */
+	size_t			 ncall_site;	/* 0: every sample */
 };
 
 void	view_tree_init(struct view_tree *);
@@ -57,6 +63,13 @@ int	view_tree_sample_index(const pprof_profile_t *, const char *name,
  */
 void	view_tree_add(struct view_tree *, const pprof_profile_t *p, int idx,
 	    const struct view_filter *f, int base);
+/*
+ * Drops from p (decoded with protobuf-c's default allocator) the samples
+ * whose stack, from the root, does not begin with the function names
+ * call_site[0..n), frames named as the tree names them.
+ */
+void	view_tree_keep_call_site(pprof_profile_t *p,
+	    const char *const *call_site, size_t n);
 /* The bytes the tree holds (nodes, names, hash tables), about. */
 size_t	view_tree_bytes(const struct view_tree *);
 /* The name of node i. */

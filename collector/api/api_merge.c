@@ -275,7 +275,7 @@ api_merge_cmp_group(const void *a, const void *b)
  * among the profiles (a tie goes to the set of the first input); returns
  * how many profiles are left out.
  */
-static int64_t
+int64_t
 api_merge_pick_types(const char *const *types, const int64_t *weight,
     size_t n, unsigned char *keep)
 {

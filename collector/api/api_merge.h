@@ -40,5 +40,13 @@ int	api_merge_select(struct httpjob *, const struct params_query *qa,
  */
 int	api_merge_bytes(struct httpjob *, char **ids, size_t nids, int raw,
 	    uint8_t **out, size_t *outlen);
+/*
+ * Of n inputs with sample types types[i] ("name/unit,...") each holding
+ * weight[i] profiles, sets keep[i] for those whose set of sample types is
+ * the most common among the profiles (a tie goes to the first input's);
+ * returns how many profiles are left out.
+ */
+int64_t	api_merge_pick_types(const char *const *types, const int64_t *weight,
+	    size_t n, unsigned char *keep);
 
 #endif

@@ -348,8 +348,8 @@ static void
 api_views_work(struct httpjob *job)
 {
 	struct api_views_args *va = job->arg;
-	struct view_filter f = { va->has_focus ? &va->focus : NULL,
-	    va->has_hide ? &va->hide : NULL };
+	struct view_filter f = { .focus = va->has_focus ? &va->focus : NULL,
+	    .hide = va->has_hide ? &va->hide : NULL };
 	pprof_profile_t *p = NULL, *b = NULL;
 	struct view_tree t;
 	struct budget_acct *acct = &va->acct;

@@ -13,6 +13,7 @@
 #include <event2/http.h>
 
 #include "collector/env.h"
+#include "collector/http/connerr.h"
 #include "collector/http/conns.h"
 #include "collector/http/reply.h"
 #include "collector/metrics.h"
@@ -35,8 +36,10 @@ reply_reason(int code)
 	case 405: return "Method Not Allowed";
 	case 408: return "Request Timeout";
 	case 413: return "Payload Too Large";
+	case 415: return "Unsupported Media Type";
 	case 417: return "Expectation Failed";
 	case 422: return "Unprocessable Entity";
+	case 429: return "Too Many Requests";
 	case 499: return "Client Closed Request";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
@@ -115,7 +118,11 @@ reply_json(struct env *env, struct evhttp_request *req, int code,
 	    "body", body));
 }
 
-/* Sends {"code":code,"error":message}; message need not be UTF-8. */
+/*
+ * Sends {"code":code,"error":message}; message need not be UTF-8. On a
+ * Connect route, Connect's {"code":"invalid_argument","message":...}
+ * with the status Connect gives that code.
+ */
 void
 reply_error(struct env *env, struct evhttp_request *req, int code,
     const char *fmt, ...)
@@ -128,8 +135,13 @@ reply_error(struct env *env, struct evhttp_request *req, int code,
 	va_end(ap);
 	utf8_clean(msg);
 	log_debug("%s: %d %s", __func__, code, msg);
-	reply_envelope(env, req, code, json_pack("{s:i, s:s%}", "code", code,
-	    "error", msg, strlen(msg)));
+	if (connerr_is_connect(evhttp_request_get_uri(req)))
+		reply_envelope(env, req, connerr_status(code), json_pack(
+		    "{s:s, s:s%}", "code", connerr_code(code), "message", msg,
+		    strlen(msg)));
+	else
+		reply_envelope(env, req, code, json_pack("{s:i, s:s%}", "code",
+		    code, "error", msg, strlen(msg)));
 	free(msg);
 }
 

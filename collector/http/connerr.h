@@ -1,0 +1,17 @@
+/*
+ * Connect's error codes (connectrpc.com/docs/protocol, "Error Codes"):
+ * profd's handlers answer HTTP statuses; on the Connect routes each
+ * becomes the Connect code that means the same, sent with the HTTP
+ * status Connect's table gives that code, in a {"code","message"} body.
+ */
+#ifndef PROFD_CONNERR_H
+#define PROFD_CONNERR_H
+
+/* Whether a request path (raw) is a Connect route. */
+int		 connerr_is_connect(const char *uri);
+/* The Connect code for an HTTP status profd answers ("internal"...). */
+const char	*connerr_code(int http_status);
+/* The HTTP status Connect sends with that status's code. */
+int		 connerr_status(int http_status);
+
+#endif
