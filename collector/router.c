@@ -33,6 +33,7 @@
 #include "collector/config.h"
 #include "collector/env.h"
 #include "collector/http/auth.h"
+#include "collector/http/connerr.h"
 #include "collector/http/conns.h"
 #include "collector/http/evhooks.h"
 #include "collector/http/reply.h"
@@ -324,6 +325,7 @@ router_screen(struct router *rt, struct evhttp_request *req,
 
 	memset(s, 0, sizeof *s);
 	s->d.name = METRICS_ROUTE_OTHER;
+	connerr_mark(req);
 	if (rawpath == NULL || *rawpath == '\0')
 		rawpath = "/";
 	if ((bad = router_check_framing(req, &s->close)) != NULL) {

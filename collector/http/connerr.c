@@ -7,7 +7,12 @@
  */
 #include <string.h>
 
+#include <event2/http.h>
+
 #include "collector/http/connerr.h"
+
+/* The output header that marks a Connect call until its reply. */
+#define CONNERR_MARK	"X-Profd-Connect-Call"
 
 /* The Connect service prefixes profd serves. */
 static const char *const connerr_prefixes[] = {
@@ -28,6 +33,34 @@ connerr_is_connect(const char *uri)
 		    strlen(connerr_prefixes[i])) == 0)
 			return 1;
 	return 0;
+}
+
+/* Marks req as a Connect call when its path is one. */
+void
+connerr_mark(struct evhttp_request *req)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+
+	if (connerr_is_connect(evhttp_request_get_uri(req)) &&
+	    evhttp_find_header(out, CONNERR_MARK) == NULL)
+		evhttp_add_header(out, CONNERR_MARK, "1");
+}
+
+/* Whether req is a Connect call. */
+int
+connerr_request(struct evhttp_request *req)
+{
+	return connerr_is_connect(evhttp_request_get_uri(req)) ||
+	    evhttp_find_header(evhttp_request_get_output_headers(req),
+	    CONNERR_MARK) != NULL;
+}
+
+/* Takes the mark off. */
+void
+connerr_unmark(struct evhttp_request *req)
+{
+	evhttp_remove_header(evhttp_request_get_output_headers(req),
+	    CONNERR_MARK);
 }
 
 /* The Connect code for an HTTP status. */

@@ -59,6 +59,7 @@ reply_send(struct env *env, struct evhttp_request *req, int code,
 
 	metrics_request_end(env->metrics, req, code);
 	conns_request_done(env->conns, req);
+	connerr_unmark(req);
 	if (env->stopping && evhttp_find_header(h, "Connection") == NULL)
 		evhttp_add_header(h, "Connection", "close");
 	if (code == 503)
@@ -135,7 +136,7 @@ reply_error(struct env *env, struct evhttp_request *req, int code,
 	va_end(ap);
 	utf8_clean(msg);
 	log_debug("%s: %d %s", __func__, code, msg);
-	if (connerr_is_connect(evhttp_request_get_uri(req)))
+	if (connerr_request(req))
 		reply_envelope(env, req, connerr_status(code), json_pack(
 		    "{s:s, s:s%}", "code", connerr_code(code), "message", msg,
 		    strlen(msg)));

@@ -80,9 +80,9 @@ qseries_group(struct qseries_group **g, size_t *ng, char **by, size_t nby,
 	return &(*g)[(*ng)++];
 }
 
-/* Frees the groups. */
+/* Frees what groups hold (not the array). */
 static void
-qseries_groups_free(struct qseries_group *g, size_t ng, size_t nby)
+qseries_groups_clear(struct qseries_group *g, size_t ng, size_t nby)
 {
 	size_t i, j;
 
@@ -93,6 +93,13 @@ qseries_groups_free(struct qseries_group *g, size_t ng, size_t nby)
 		free(g[i].sum);
 		free(g[i].count);
 	}
+}
+
+/* Frees the groups. */
+static void
+qseries_groups_free(struct qseries_group *g, size_t ng, size_t nby)
+{
+	qseries_groups_clear(g, ng, nby);
 	free(g);
 }
 
@@ -347,7 +354,7 @@ qseries_work(struct httpjob *job)
 		goto out;
 	if (req->limit > 0 && (size_t)req->limit < ng) {
 		qsort(g, ng, sizeof *g, qseries_cmp_total);
-		qseries_groups_free(g + req->limit, ng - (size_t)req->limit,
+		qseries_groups_clear(g + req->limit, ng - (size_t)req->limit,
 		    nby);
 		ng = (size_t)req->limit;	/* (the array itself stays) */
 	}
