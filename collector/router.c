@@ -18,6 +18,7 @@
 
 #include "collector/api/api_info.h"
 #include "collector/api/api_ingest.h"
+#include "collector/api/api_symbolz.h"
 #include "collector/query/qconnect.h"
 #include "collector/query/qrender.h"
 #include "collector/query/qservice.h"
@@ -77,6 +78,8 @@ static const struct router_route router_routes[] = {
 	{ "/ingest", NULL, api_ingest, 0, METRICS_ROUTE_UPLOAD },
 	{ "/pyroscope/ingest", NULL, api_ingest, 0, METRICS_ROUTE_UPLOAD },
 	{ "/pyroscope/render", qrender_render, NULL, METRICS_ROUTE_RENDER, 0 },
+	{ "/symbolz", api_symbolz, api_symbolz, METRICS_ROUTE_OTHER,
+	    METRICS_ROUTE_OTHER },
 	{ "/pyroscope/render-diff", qrender_diff, NULL, METRICS_ROUTE_RENDER,
 	    0 },
 	{ "/api/0/services", api_info_services, NULL, METRICS_ROUTE_SERVICES,

@@ -378,6 +378,23 @@ merge_functions_in(struct merge *m, struct pprof_stream *in, char **cause)
 	return merge_idmap(m, &m->fn_ids, n, "function", cause);
 }
 
+/* Counts weight inputs whose first mapping is ident (a string id). */
+static void
+merge_vote_main(struct merge *m, uint32_t ident, size_t weight)
+{
+	size_t i;
+
+	for (i = 0; i < m->nmain; i++)
+		if (m->main_ident[i] == ident) {
+			m->main_votes[i] += weight;
+			return;
+		}
+	if (m->nmain < MERGE_MAIN_VOTES) {
+		m->main_ident[m->nmain] = ident;
+		m->main_votes[m->nmain++] = weight;
+	}
+}
+
 /* Fills m->map_map (global mapping) and m->map_key (identity string). */
 static int
 merge_mappings_in(struct merge *m, struct pprof_stream *in, char **cause)
@@ -754,6 +771,8 @@ merge_add_stream(struct merge *m, struct pprof_stream *in, size_t weight,
 	if (merge_header_in(m, in, cause) != 0 ||
 	    merge_samples_in(m, in, cause) != 0)
 		return -1;
+	if (in->n[PPROF_STREAM_MAPPING] > 0)
+		merge_vote_main(m, m->map_key[0], weight);
 	m->ninputs += weight;
 	return 0;
 }

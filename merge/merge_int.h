@@ -55,6 +55,13 @@ struct merge {
 	int64_t		*func_start;	/* start_line per function */
 	struct merge_keyset maps;
 	uint8_t		*map_flags;	/* has_functions.. bits per mapping */
+	/* The inputs' first mappings (build id, else file name: a string
+	 * id) and how many inputs had each first: the result's first
+	 * mapping, which pprof names the profile by, is the most common. */
+#define MERGE_MAIN_VOTES 16
+	uint32_t	 main_ident[MERGE_MAIN_VOTES];
+	size_t		 main_votes[MERGE_MAIN_VOTES];
+	size_t		 nmain;
 	struct merge_keyset locs;
 	struct merge_loc {
 		uint64_t address;

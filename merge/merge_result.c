@@ -33,6 +33,7 @@
 struct merge_marks {
 	uint32_t	*sample, *loc, *fn, *map, *str;
 	size_t		 nsamples, nlocs, nfns, nmaps;
+	size_t		 main;		/* the first mapping's index + 1 */
 };
 
 /* Allocates the zeroed renumberings of m's tables; -1 if refused. */
@@ -70,6 +71,45 @@ static inline int64_t
 merge_result_str(const struct merge_marks *mk, uint32_t id)
 {
 	return (int64_t)mk->str[id];
+}
+
+/*
+ * The kept mapping to write first (index + 1, 0: none kept): the first
+ * of the identity (build id, else file name) that most inputs had first,
+ * so pprof names the merge by the inputs' main executable.
+ */
+static size_t
+merge_result_main(const struct merge *m, const struct merge_marks *mk)
+{
+	const uint32_t *key;
+	uint32_t want;
+	size_t i, best = 0;
+
+	if (m->nmain == 0)
+		return 0;
+	for (i = 1; i < m->nmain; i++)
+		if (m->main_votes[i] > m->main_votes[best])
+			best = i;
+	want = m->main_ident[best];
+	for (i = 0; i < m->maps.n; i++) {
+		if (!mk->map[i])
+			continue;
+		key = merge_keys_key(&m->maps, (uint32_t)i, NULL);
+		if ((key[7] != 0 ? key[7] : key[6]) == want)
+			return i + 1;
+	}
+	return 0;
+}
+
+/* The k-th kept mapping to write (main first); its index, or NONE-like. */
+static size_t
+merge_result_map_at(const struct merge_marks *mk, size_t k)
+{
+	if (mk->main == 0)
+		return k;
+	if (k == 0)
+		return mk->main - 1;
+	return k <= mk->main - 1 ? k - 1 : k;
 }
 
 /*
@@ -131,10 +171,14 @@ merge_result_mark(const struct merge *m, struct merge_marks *mk)
 		USE_STR(key[1]);
 		USE_STR(key[2]);
 	}
+	mk->main = merge_result_main(m, mk);
+	if (mk->main != 0)
+		mk->map[mk->main - 1] = (uint32_t)++mk->nmaps;
 	for (i = 0; i < m->maps.n; i++) {
 		if (!mk->map[i])
 			continue;
-		mk->map[i] = (uint32_t)++mk->nmaps;
+		if (i + 1 != mk->main)
+			mk->map[i] = (uint32_t)++mk->nmaps;
 		key = merge_keys_key(&m->maps, (uint32_t)i, NULL);
 		USE_STR(key[6]);
 		USE_STR(key[7]);
@@ -230,15 +274,17 @@ merge_result_mappings(const struct merge *m, const struct merge_marks *mk,
 	    PERFTOOLS__PROFILES__MAPPING__INIT;
 	struct arena *a = m->out;
 	const uint32_t *key;
-	size_t i;
+	size_t i, k;
 	uint32_t n;
 
 	p->n_mapping = mk->nmaps;
 	p->mapping = arena_alloc(a, (mk->nmaps + 1) * sizeof *p->mapping);
-	for (i = 0, n = 0; i < m->maps.n; i++) {
+	for (k = 0, n = 0; k < m->maps.n; k++) {
 		Perftools__Profiles__Mapping *mp;
-		uint8_t fl = m->map_flags[i];
+		uint8_t fl;
 
+		i = merge_result_map_at(mk, k);
+		fl = m->map_flags[i];
 		if (!mk->map[i])
 			continue;
 		key = merge_keys_key(&m->maps, (uint32_t)i, NULL);
@@ -523,10 +569,11 @@ merge_result_w_mappings(const struct merge *m, const struct merge_marks *mk,
 {
 	const uint32_t *key;
 	uint64_t start, limit, offset;
-	size_t i;
+	size_t i, k;
 	uint8_t fl;
 
-	for (i = 0; i < m->maps.n && !w->failed; i++) {
+	for (k = 0; k < m->maps.n && !w->failed; k++) {
+		i = merge_result_map_at(mk, k);
 		if (!mk->map[i])
 			continue;
 		key = merge_keys_key(&m->maps, (uint32_t)i, NULL);

@@ -216,6 +216,85 @@ test_unsymbolized(void)
 	tb_free(c);
 }
 
+/*
+ * A process's profile: its executable (loaded at base, ASLR) and libc,
+ * the executable first as the agents write them (or libc first); one
+ * sample in libc alone, and, when in_exe, one through the executable.
+ */
+static struct tb *
+exe_profile(uint64_t base, int in_exe, int libc_first)
+{
+	struct tb *b = tb_new("samples/count");
+	uint64_t libc = libc_first ? tb_map(b, 0x7f0000000000,
+	    0x7f0000100000, 0, "/lib/libc.so.6") : 0;
+	uint64_t exe = tb_map(b, base, base + 0x10000, 0, "/usr/bin/app");
+
+	if (!libc_first)
+		libc = tb_map(b, 0x7f0000000000, 0x7f0000100000, 0,
+		    "/lib/libc.so.6");
+	uint64_t l1 = tb_loc(b, libc, 0x7f0000001000, 0, 0, 0, 0, 0);
+	uint64_t l2 = tb_loc(b, exe, base + 0x1000, 0, 0, 0, 0, 0);
+	uint64_t s1[] = { l1, 0 }, s2[] = { l1, l2, 0 };
+	int64_t one[] = { 1 };
+
+	tb_sample(b, s1, one, NULL);
+	if (in_exe)
+		tb_sample(b, s2, one, NULL);
+	return b;
+}
+
+/* The file of the result's first mapping. */
+static const char *
+first_mapping(const Perftools__Profiles__Profile *r)
+{
+	return r->n_mapping > 0 ? r->string_table[r->mapping[0]->filename] :
+	    "";
+}
+
+static void
+test_main_mapping(void)
+{
+	/* The first input lists libc first (its first mapping would be
+	 * the result's); the two others, their executable. */
+	struct tb *a = exe_profile(0x550000000000, 1, 1);
+	struct tb *b = exe_profile(0x560000000000, 1, 0);
+	struct tb *c = exe_profile(0x570000000000, 1, 0);
+	Perftools__Profiles__Profile *ps[] = { &a->p, &b->p, &c->p }, *r;
+	struct merge *m = merge_these(ps, 3, NULL), *m2, *m3;
+	uint8_t *raw;
+	size_t len;
+
+	r = (Perftools__Profiles__Profile *)merge_result(m);
+	ok(r != NULL && strcmp(first_mapping(r), "/usr/bin/app") == 0 &&
+	    r->mapping[0]->id == 1 && r->mapping[0]->memory_start ==
+	    0x550000000000, "the executable most inputs had first is the "
+	    "result's first mapping (%s at %#llx, id %llu), the first of its "
+	    "kept copies", r != NULL ? first_mapping(r) : "-",
+	    r != NULL ? (unsigned long long)r->mapping[0]->memory_start : 0,
+	    r != NULL ? (unsigned long long)r->mapping[0]->id : 0);
+	ok(merge_result_raw(m, &raw, &len, NULL) == 0, "raw result");
+	r = perftools__profiles__profile__unpack(NULL, len, raw);
+	ok(r != NULL && strcmp(first_mapping(r), "/usr/bin/app") == 0 &&
+	    r->mapping[0]->id == 1, "...in the raw writer's too");
+	if (r != NULL)
+		perftools__profiles__profile__free_unpacked(r, NULL);
+	free(raw);
+	/* Combined (the parallel driver): the votes carry over, weighted. */
+	m2 = merge_these(ps, 1, NULL);
+	m3 = merge_these(ps + 1, 2, NULL);
+	ok(merge_combine(m2, m3, NULL) == 0, "combine");
+	r = (Perftools__Profiles__Profile *)merge_result(m2);
+	ok(r != NULL && strcmp(first_mapping(r), "/usr/bin/app") == 0,
+	    "combined: the executable first (%s)", r != NULL ?
+	    first_mapping(r) : "-");
+	merge_free(m);
+	merge_free(m2);
+	merge_free(m3);
+	tb_free(a);
+	tb_free(b);
+	tb_free(c);
+}
+
 static void
 test_labels(void)
 {
@@ -806,6 +885,7 @@ main(void)
 	test_dedupe();
 	test_address_independence();
 	test_unsymbolized();
+	test_main_mapping();
 	test_labels();
 	test_zero_samples();
 	test_no_sample_types();
