@@ -18,6 +18,7 @@
 
 #include "collector/api/api_info.h"
 #include "collector/api/api_ingest.h"
+#include "collector/api/api_otlp.h"
 #include "collector/api/api_symbolz.h"
 #include "collector/query/qconnect.h"
 #include "collector/query/qrender.h"
@@ -77,6 +78,7 @@ static const struct router_route router_routes[] = {
 	    METRICS_ROUTE_MERGE, METRICS_ROUTE_GET_MERGED },
 	{ "/ingest", NULL, api_ingest, 0, METRICS_ROUTE_UPLOAD },
 	{ "/pyroscope/ingest", NULL, api_ingest, 0, METRICS_ROUTE_UPLOAD },
+	{ "/v1development/profiles", NULL, api_otlp, 0, METRICS_ROUTE_UPLOAD },
 	{ "/pyroscope/render", qrender_render, NULL, METRICS_ROUTE_RENDER, 0 },
 	{ "/symbolz", api_symbolz, api_symbolz, METRICS_ROUTE_OTHER,
 	    METRICS_ROUTE_OTHER },
