@@ -5,7 +5,8 @@
  * labels); any other matcher (!=, =~, !~, an empty value) needs each
  * row's labels, so the inputs are then the matching rows of store_list,
  * bounded by --max-merge-profiles. Listings read rows (store_list) per
- * matching service, at most QFIND_MAX_ROWS in all.
+ * matching service, at most QFIND_ROWS_PER_MERGE times
+ * --max-merge-profiles in all.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,7 @@ qfind_has_type(const char *types, const char *name, const char *unit)
 }
 
 /* The services any selector's service_name matchers admit. */
-static int
+int
 qfind_services(struct httpjob *job, const struct qfind *f, char ***out,
     size_t *n)
 {
@@ -321,6 +322,8 @@ qfind_cands(struct httpjob *job, const struct qfind *f,
 	struct label *l = NULL;
 	char **services = NULL, *cause = NULL;
 	size_t nsvc = 0, nl = 0, rest = 0, i, ngot;
+	size_t max = QFIND_ROWS_PER_MERGE *
+	    (size_t)job->env->cfg->max_merge_profiles;
 	int rc = -1;
 
 	*c = NULL;
@@ -338,17 +341,21 @@ qfind_cands(struct httpjob *job, const struct qfind *f,
 		q.to = f->to;
 		q.labels = l;
 		q.nlabels = nl;
-		q.limit = QFIND_MAX_ROWS + 1 - *nrows;
+		q.limit = max + 1 - *nrows;
 		if (store_list(job->env->store, &q, &got, &ngot, &cause) != 0) {
 			httpjob_store_error(job, cause);
 			free(cause);
 			goto out;
 		}
-		if (*nrows + ngot > QFIND_MAX_ROWS) {
+		if (*nrows + ngot > max) {
 			store_meta_free_array(got, ngot);
-			httpjob_error(job, 413, "the window holds more than %d "
-			    "profiles of the selected services; narrow it",
-			    QFIND_MAX_ROWS);
+			if (f->soft)
+				rc = 1;
+			else
+				httpjob_error(job, 413, "the window holds more "
+				    "than %zu profiles of the selected services "
+				    "(%d times --max-merge-profiles); narrow it",
+				    max, QFIND_ROWS_PER_MERGE);
 			goto out;
 		}
 		*rows = xreallocarray(*rows, *nrows + ngot + 1, sizeof **rows);
@@ -428,4 +435,103 @@ out:
 	store_free_strings(services, nsvc);
 	params_labels_free(l, nl);
 	return rc;
+}
+
+/* Appends the ids of a sample type list ("a/u,b/v") of a profd type. */
+static void
+qfind_types_add(const char *type, const char *types, char ***ids, size_t *n)
+{
+	char *copy = xstrdup(types != NULL ? types : ""), *tok, *save, *slash;
+
+	for (tok = strtok_r(copy, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		if ((slash = strchr(tok, '/')) == NULL)
+			continue;
+		*slash++ = '\0';
+		*ids = xreallocarray(*ids, *n + 1, sizeof **ids);
+		(*ids)[(*n)++] = qsel_ptype_id(type, tok, slash);
+	}
+	free(copy);
+}
+
+/* The profile type ids of f's window; see qfind.h. */
+int
+qfind_types(struct httpjob *job, const struct qfind *f, char ***ids,
+    size_t *n)
+{
+	struct store_query q;
+	struct store_plan plan;
+	char **services = NULL, *cause = NULL;
+	const char *type;
+	size_t nsvc = 0, i, k;
+	int t, rc = -1;
+
+	*ids = NULL;
+	*n = 0;
+	if (qfind_services(job, f, &services, &nsvc) != 0)
+		return -1;
+	for (i = 0; i < nsvc; i++) {
+		for (t = 0; t < PARAMS_NTYPES; t++) {
+			type = params_type_name(t);
+			if (strcmp(type, "trace") == 0)
+				continue;
+			memset(&q, 0, sizeof q);
+			q.service = services[i];
+			q.type = type;
+			q.from = f->from;
+			q.to = f->to;
+			if (store_plan(job->env->store, &q, &plan,
+			    &cause) != 0) {
+				httpjob_store_error(job, cause);
+				free(cause);
+				goto out;
+			}
+			for (k = 0; k < plan.n; k++)
+				qfind_types_add(type, plan.p[k].sample_types,
+				    ids, n);
+			store_free_plan(&plan);
+		}
+	}
+	rc = 0;
+out:
+	if (rc != 0) {
+		store_free_strings(*ids, *n);
+		*ids = NULL;
+		*n = 0;
+	}
+	store_free_strings(services, nsvc);
+	return rc;
+}
+
+/* Label keys or values of the services f admits; see qfind.h. */
+int
+qfind_labels(struct httpjob *job, const struct qfind *f, const char *key,
+    char ***out, size_t *n)
+{
+	char **services = NULL, **got = NULL, *cause = NULL;
+	size_t nsvc = 0, ngot = 0, i, k;
+
+	*out = NULL;
+	*n = 0;
+	if (qfind_services(job, f, &services, &nsvc) != 0)
+		return -1;
+	for (i = 0; i < nsvc; i++) {
+		if (store_labels(job->env->store, services[i], key, &got,
+		    &ngot, &cause) != 0) {
+			httpjob_store_error(job, cause);
+			free(cause);
+			store_free_strings(*out, *n);
+			*out = NULL;
+			*n = 0;
+			store_free_strings(services, nsvc);
+			return -1;
+		}
+		*out = xreallocarray(*out, *n + ngot + 1, sizeof **out);
+		for (k = 0; k < ngot; k++)
+			(*out)[(*n)++] = got[k];
+		free(got);	/* the strings moved */
+		got = NULL;
+	}
+	store_free_strings(services, nsvc);
+	return 0;
 }

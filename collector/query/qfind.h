@@ -17,8 +17,8 @@
 
 struct httpjob;
 
-/* Rows a listing reads at most before answering resource_exhausted. */
-#define QFIND_MAX_ROWS		200000
+/* Rows a listing reads at most: this many times --max-merge-profiles. */
+#define QFIND_ROWS_PER_MERGE	20
 
 /* A request's selection. */
 struct qfind {
@@ -26,6 +26,8 @@ struct qfind {
 	const struct qsel	*sels;	/* OR over them; nsels 0: all */
 	size_t			 nsels;
 	int64_t			 from, to;	/* ns, inclusive */
+	int			 soft;	/* qfind_cands: 1, unanswered, past
+					   QFIND_ROWS_PER_MERGE times --max-merge-profiles */
 };
 
 /* A row and one of its sample types: what a series is made of. */
@@ -50,7 +52,8 @@ int	qfind_pieces(struct httpjob *, const struct qfind *f, char ***ids,
  * (of f->pt's when given), with every selector's matchers applied
  * (service_name, __profile_type__, __name__, labels). 0 with *c, *n and
  * *rows (free with qfind_free), or -1 with the job answered (413 when
- * the window holds more than QFIND_MAX_ROWS rows).
+ * the window holds more than QFIND_ROWS_PER_MERGE times --max-merge-profiles rows; with f->soft, 1 and
+ * nothing answered).
  */
 int	qfind_cands(struct httpjob *, const struct qfind *f,
 	    struct qfind_cand **c, size_t *n, struct profile_meta **rows,
@@ -66,6 +69,24 @@ void	qfind_free(struct qfind_cand *c, size_t n, struct profile_meta *rows,
  */
 int	qfind_timeline(struct httpjob *, const struct qfind *f,
 	    struct store_timeline *tl);
+/* Worker: the services f's service_name matchers admit; -1 answered. */
+int	qfind_services(struct httpjob *, const struct qfind *f, char ***out,
+	    size_t *n);
+/*
+ * Worker: the profile type ids stored in f's window for the services f
+ * admits, from the window's merge plans (rollups: any window), unsorted,
+ * repeats possible. 0 with *ids (store_free_strings), or -1 answered.
+ */
+int	qfind_types(struct httpjob *, const struct qfind *f, char ***ids,
+	    size_t *n);
+/*
+ * Worker: label keys (key NULL) or a key's values stored for the
+ * services f admits, from the label tables, whatever their time (for a
+ * window too large to read row by row). 0 with *out (store_free_strings),
+ * or -1 answered.
+ */
+int	qfind_labels(struct httpjob *, const struct qfind *f, const char *key,
+	    char ***out, size_t *n);
 /* A candidate's value of a label name ("" when it has none). */
 const char *qfind_value(const struct qfind_cand *, const char *name);
 /* Whether a sample type list ("a/u,b/v") holds name/unit. */

@@ -188,13 +188,11 @@ qlabels_types(struct httpjob *job, struct qlabels_args *la)
 	struct qlabels_set ids = { 0 };
 	struct qsel_ptype pt;
 	struct qfind f;
-	struct qfind_cand *c = NULL;
-	struct profile_meta *rows = NULL;
 	struct arena *a;
 	Types__V1__ProfileType *t;
 	const char *ptyp, *punit;
 	char *cause = NULL;
-	size_t nc = 0, nrows = 0, i;
+	size_t i;
 
 	if (qconnect_decode(job, &la->call,
 	    &querier__v1__profile_types_request__descriptor, &in) != 0)
@@ -202,14 +200,11 @@ qlabels_types(struct httpjob *job, struct qlabels_args *la)
 	req = (Querier__V1__ProfileTypesRequest *)in;
 	memset(&f, 0, sizeof f);
 	if (qlabels_window(job, req->start, req->end, &f) != 0 ||
-	    qfind_cands(job, &f, &c, &nc, &rows, &nrows) != 0) {
+	    qfind_types(job, &f, &ids.v, &ids.n) != 0) {
 		protobuf_c_message_free_unpacked(in, NULL);
 		return;
 	}
 	protobuf_c_message_free_unpacked(in, NULL);
-	for (i = 0; i < nc; i++)
-		qlabels_set_add(&ids, c[i].ptype);
-	qfind_free(c, nc, rows, nrows);
 	qlabels_set_sort(&ids);
 	a = arena_new(0);
 	resp.profile_types = arena_alloc(a, (ids.n + 1) *
@@ -250,6 +245,44 @@ qlabels_names_of(const struct qfind_cand *c, struct qlabels_set *set)
 		qlabels_set_add(set, c->m->labels[i].key);
 }
 
+/*
+ * Worker: names (name NULL) or a name's values for a window with more
+ * rows than a listing reads: from the store's label tables for the
+ * services the matchers admit, whatever the time, other matchers not
+ * applied (README, "Grafana"). 0, or -1 answered.
+ */
+static int
+qlabels_fallback(struct httpjob *job, const struct qfind *f, const char *name,
+    struct qlabels_set *set)
+{
+	char **v = NULL, *colon;
+	size_t n = 0, i;
+	int rc;
+
+	if (name == NULL) {
+		qlabels_set_add(set, QSEL_SERVICE);
+		qlabels_set_add(set, QSEL_PROFILE_TYPE);
+		qlabels_set_add(set, QSEL_NAME);
+		rc = qfind_labels(job, f, NULL, &v, &n);
+	} else if (strcmp(name, QSEL_SERVICE) == 0)
+		rc = qfind_services(job, f, &v, &n);
+	else if (strcmp(name, QSEL_PROFILE_TYPE) == 0 ||
+	    strcmp(name, QSEL_NAME) == 0) {
+		rc = qfind_types(job, f, &v, &n);
+		for (i = 0; rc == 0 && strcmp(name, QSEL_NAME) == 0 && i < n;
+		    i++)
+			if ((colon = strchr(v[i], ':')) != NULL)
+				*colon = '\0';	/* __name__: the id's NAME */
+	} else
+		rc = qfind_labels(job, f, name, &v, &n);
+	if (rc != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		qlabels_set_add(set, v[i]);
+	store_free_strings(v, n);
+	return 0;
+}
+
 /* Worker: LabelNames or LabelValues. */
 static void
 qlabels_names(struct httpjob *job, struct qlabels_args *la)
@@ -266,7 +299,7 @@ qlabels_names(struct httpjob *job, struct qlabels_args *la)
 	struct profile_meta *rows = NULL;
 	struct arena *a;
 	size_t nc = 0, nrows = 0, i, nsels = 0;
-	int values = la->kind == QLABELS_VALUES;
+	int values = la->kind == QLABELS_VALUES, rc;
 
 
 	if (qconnect_decode(job, &la->call, values ?
@@ -287,9 +320,13 @@ qlabels_names(struct httpjob *job, struct qlabels_args *la)
 		goto out;
 	f.sels = sels;
 	f.nsels = qlabels_effective(sels, nsels);
+	f.soft = 1;
 	if (qlabels_window(job, values ? vreq->start : nreq->start,
 	    values ? vreq->end : nreq->end, &f) != 0 ||
-	    qfind_cands(job, &f, &c, &nc, &rows, &nrows) != 0)
+	    (rc = qfind_cands(job, &f, &c, &nc, &rows, &nrows)) < 0)
+		goto out;
+	if (rc == 1 && qlabels_fallback(job, &f, values ? vreq->name : NULL,
+	    &set) != 0)
 		goto out;
 	for (i = 0; i < nc; i++) {
 		if (values)

@@ -27,6 +27,18 @@ for f in $G/cpuburn/cpu_A_0[1-5].pb.gz; do
 	upload "$f" "service=cpuburn&type=cpu&labels=build=A" "${W[@]}" >/dev/null
 done
 is "$HTTP_CODE" 200 "five profiles stored"
+# 61 more small ones of another service: past 20 times
+# --max-merge-profiles (60 rows), what a listing reads row by row.
+cfg=$T_TMP/batch.cfg
+: >"$cfg"
+for i in $(seq 1 61); do
+	batch_add "$cfg" "$T_TMP/b.$i" \
+	    "/api/0/profiles?service=many&type=goroutine&labels=n=$i,zone=z$((i % 3))" \
+	    "data-binary = \"@$G/goroutines/goroutine_A_01.pb.gz\"" \
+	    'header = "Content-Type: application/octet-stream"' \
+	    'header = "Authorization: Bearer writer-0123456789"'
+done
+is "$(batch_run "$cfg" | sort -u | tr '\n' ' ')" "200 " "61 more stored"
 
 # call NAME METHOD CT BODY [CURL ARGS...]: sets CODE (HTTP), CCODE
 # (Connect's code) and MSG from the answer.
@@ -94,6 +106,25 @@ expect "window past --max-merge-profiles (a regex reads rows)" 429 \
 call x SelectMergeStacktraces $J "{\"profileTypeID\":\"$ID\",\"labelSelector\":\"{build=\\\"A\\\"}\",\"start\":\"$START\",\"end\":\"$END\"}" "${R[@]}"
 is "$CODE $(jq -r '.flamegraph.total | length > 0' "$T_TMP/ans")" "200 true" \
     "the same window by name=\"value\" (the store's plan) merges"
+# Listings past the rows a listing reads: ProfileTypes from the plans,
+# LabelNames/LabelValues from the label tables, Series refused.
+call x ProfileTypes $J "{\"start\":\"$START\",\"end\":\"$END\"}" "${R[@]}"
+is "$CODE $(jq -c '[.profileTypes[].ID]' "$T_TMP/ans")" \
+    '200 ["goroutines:goroutine:count:goroutine:count","process_cpu:cpu:nanoseconds:cpu:nanoseconds","process_cpu:samples:count:cpu:nanoseconds"]' \
+    "ProfileTypes over 66 rows: from the plans"
+call x LabelNames $J "{\"start\":\"$START\",\"end\":\"$END\"}" "${R[@]}"
+is "$CODE $(jq -c .names "$T_TMP/ans")" \
+    '200 ["__name__","__profile_type__","build","n","service_name","zone"]' \
+    "LabelNames past the rows: from the label tables"
+call x LabelValues $J "{\"name\":\"zone\",\"matchers\":[\"{service_name=\\\"many\\\"}\"],\"start\":\"$START\",\"end\":\"$END\"}" "${R[@]}"
+is "$CODE $(jq -c .names "$T_TMP/ans")" '200 ["z0","z1","z2"]' \
+    "LabelValues past the rows: from the label tables"
+call x LabelValues $J "{\"name\":\"service_name\",\"start\":\"$START\",\"end\":\"$END\"}" "${R[@]}"
+is "$CODE $(jq -c .names "$T_TMP/ans")" '200 ["cpuburn","many"]' \
+    "LabelValues service_name past the rows"
+call x Series $J "{\"start\":\"$START\",\"end\":\"$END\"}" "${R[@]}"
+expect "Series past the rows" 429 resource_exhausted "max-merge-profiles"
+
 call x Series $J '{}'
 expect "no token" 401 unauthenticated "bearer token"
 call x Series $J '{}' -H 'Authorization: Bearer nope-0123456789'
