@@ -215,8 +215,9 @@ view_levels_build(const struct view_tree *t, size_t max_nodes, int diff,
 			}
 			kids[nk++] = k;
 		}
-		qsort_r(kids, nk, sizeof *kids, view_levels_cmp_child,
-		    (void *)t);
+		if (nk > 1)
+			qsort_r(kids, nk, sizeof *kids, view_levels_cmp_child,
+			    (void *)t);
 		/* Children in order; pushed last first so the first pops. */
 		ox = it.x + it.self;
 		obx = it.bx + it.base_self;

@@ -158,8 +158,9 @@ view_ptree_encode(const struct view_tree *t, size_t max_nodes, uint8_t **out,
 			c.other = other;
 			stack[nstack++] = c;
 		}
-		qsort_r(stack + first, nstack - first, sizeof *stack,
-		    view_ptree_cmp_child, (void *)t);
+		if (nstack - first > 1)
+			qsort_r(stack + first, nstack - first,
+			    sizeof *stack, view_ptree_cmp_child, (void *)t);
 		view_ptree_uvarint(&o, nstack - first);
 	}
 	free(stack);

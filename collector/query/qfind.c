@@ -359,7 +359,8 @@ qfind_cands(struct httpjob *job, const struct qfind *f,
 			goto out;
 		}
 		*rows = xreallocarray(*rows, *nrows + ngot + 1, sizeof **rows);
-		memcpy(*rows + *nrows, got, ngot * sizeof *got);
+		if (ngot > 0)
+			memcpy(*rows + *nrows, got, ngot * sizeof *got);
 		*nrows += ngot;
 		free(got);	/* the members moved into *rows */
 		got = NULL;

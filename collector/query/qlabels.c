@@ -62,7 +62,8 @@ qlabels_set_sort(struct qlabels_set *s)
 {
 	size_t i, k = 0;
 
-	qsort(s->v, s->n, sizeof *s->v, qlabels_cmp);
+	if (s->n > 1)
+		qsort(s->v, s->n, sizeof *s->v, qlabels_cmp);
 	for (i = 0; i < s->n; i++) {
 		if (*s->v[i] == '\0' || (k > 0 && strcmp(s->v[k - 1],
 		    s->v[i]) == 0)) {

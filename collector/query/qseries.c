@@ -358,7 +358,8 @@ qseries_work(struct httpjob *job)
 		    nby);
 		ng = (size_t)req->limit;	/* (the array itself stays) */
 	}
-	qsort_r(g, ng, sizeof *g, qseries_cmp, &nby);
+	if (ng > 1)
+		qsort_r(g, ng, sizeof *g, qseries_cmp, &nby);
 	a = arena_new(0);
 	resp.series = arena_alloc(a, (ng + 1) * sizeof *resp.series);
 	for (i = 0; i < ng; i++) {

@@ -39,9 +39,14 @@ is "$(curl -s -o /dev/null -w '%{http_code}' "$PROFD_URL/symbolz")" 200 \
 if [ ! -f "$SO" ] || ! command -v xz >/dev/null 2>&1; then
 	diag "agent or xz missing: the merge's name not checked"
 else
+	# A sanitizer build's runtime must come first in LD_PRELOAD.
+	PRE=$SO
+	asan=$(ldd "$SO" 2>/dev/null | awk '/libasan/ { print $3 }')
+	[ -z "$asan" ] || PRE=$asan:$SO
 	head -c 6000000 /dev/urandom | base64 >"$T_TMP/xz.in"
 	for i in 1 2; do
-		env LD_PRELOAD="$SO" PROFD_COLLECTOR="$PROFD_URL" \
+		env LD_PRELOAD="$PRE" PROFD_COLLECTOR="$PROFD_URL" \
+		    ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0:detect_leaks=0" \
 		    PROFD_SERVICE=xzrun PROFD_WINDOW=1 PROFD_PERIOD=1 \
 		    xz -6 -T1 -c "$T_TMP/xz.in" >/dev/null 2>"$T_TMP/xz.err"
 	done

@@ -9,7 +9,8 @@
 fuzzdir=${top_srcdir:-.}/test/fuzz
 bindir=${top_builddir:-.}/test/fuzz
 n=0
-for target in pprof merge merge_mem query config folded ingest gperf delta; do
+for target in pprof merge merge_mem query config folded ingest gperf delta \
+    otlp; do
 	drv=$bindir/replay_$target
 	if [ ! -x "$drv" ]; then
 		not_ok "$target: replay driver $drv missing"

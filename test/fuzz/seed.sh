@@ -8,7 +8,7 @@
 # (small bombs) and fresh bombs from the generators (gen_sample_bomb.py,
 # gen_label_bomb.py) when python3 is there; query and config get
 # FUZZDIR/seeds/TARGET; folded gets stacks collapsed from a few of the
-# small profiles; ingest its seeds; gperf its seeds and the corpus's
+# small profiles; ingest and otlp their seeds; gperf its seeds and the corpus's
 # legacy CPU profile; delta pairs of successive cumulative profiles. Existing files in OUTDIR (a grown corpus) stay.
 set -eu
 target=$1 out=$2 fuzzdir=$3 corpus=$4
@@ -83,7 +83,7 @@ merge|merge_mem)
 		prev=$a
 	done
 	;;
-query|config|ingest)
+query|config|ingest|otlp)
 	cp "$fuzzdir/seeds/$target"/* "$out"/
 	;;
 delta)

@@ -174,6 +174,7 @@ test_exact(void)
 	    QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
 	uint8_t bytes[] = { 0xfb, 0xff, 0x00, 'a' };
 	char *text;
+	int same;
 
 	ok(encodes_to(&r.base, 0, "{}"), "defaults left out");
 	r.profile_typeid = "process_cpu:cpu:nanoseconds:cpu:nanoseconds";
@@ -198,7 +199,8 @@ test_exact(void)
 	ok(encodes_to(&pt.base, 0, "{\"value\":0.1,\"timestamp\":\"1\"}"),
 	    "double shortest");
 	pt.value = 1.0 / 3;
-	ok(round_trip(&pt.base, 0, &text), "1/3 round trips: %s", text);
+	same = round_trip(&pt.base, 0, &text);
+	ok(same, "1/3 round trips: %s", text != NULL ? text : "-");
 	free(text);
 	pt.value = 0.0 / 0.0;
 	ok(encodes_to(&pt.base, 0, "{\"value\":\"NaN\",\"timestamp\":\"1\"}"),
