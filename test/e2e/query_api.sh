@@ -169,6 +169,33 @@ fi
 is "$(jq -r '.profileTypes | length' "$T_TMP/buf.pt" 2>/dev/null)" 13 \
     "buf curl ProfileTypes"
 
+# every method: the same answer in Connect JSON as in binary protobuf
+SEL="\"labelSelector\":\"{service_name=\\\"cpuburn\\\"}\""
+W2="\"start\":\"$START\",\"end\":\"$END\""
+for call in "ProfileTypes {$W2}" "LabelNames {$W2}" \
+    "LabelValues {\"name\":\"build\",$W2}" \
+    "Series {\"matchers\":[\"{service_name=\\\"cpuburn\\\"}\"],$W2}" \
+    "SelectMergeStacktraces {\"profileTypeID\":\"$ID\",$SEL,$W2}" \
+    "SelectMergeProfile {\"profileTypeID\":\"$ID\",$SEL,$W2}" \
+    "SelectSeries {\"profileTypeID\":\"$ID\",$SEL,$W2,\"step\":2592000}" \
+    "Diff {\"left\":{\"profileTypeID\":\"$ID\",$SEL,$W2},\"right\":{\"profileTypeID\":\"$ID\",$SEL,$W2}}"; do
+	m=${call%% *}
+	q "$m" "${call#* }" --out "$T_TMP/enc.bin.pb" >"$T_TMP/enc.bin"
+	q "$m" "${call#* }" --json --out "$T_TMP/enc.json.pb" >"$T_TMP/enc.json"
+	if [ "$m" = SelectMergeProfile ]; then
+		# two merges: the same profile, its tables in another order
+		top 0 "$T_TMP/enc.bin.pb" >"$T_TMP/enc.bin"
+		top 0 "$T_TMP/enc.json.pb" >"$T_TMP/enc.json"
+	fi
+	if [ -s "$T_TMP/enc.bin" ] && ! grep -q '^error' "$T_TMP/enc.bin" &&
+	    cmp -s "$T_TMP/enc.bin" "$T_TMP/enc.json"; then
+		ok "$m: binary and JSON answer the same ($(wc -c <"$T_TMP/enc.bin") bytes as JSON)"
+	else
+		not_ok "$m: binary and JSON differ"
+		head -c 200 "$T_TMP/enc.bin" "$T_TMP/enc.json" | sed 's/^/# /'
+	fi
+done
+
 # --- formats: PPROF, TREE; max_nodes; call site -----------------------------
 q SelectMergeStacktraces "${REQ%\}},\"format\":\"PROFILE_FORMAT_PPROF\"}" \
     --out "$T_TMP/fmt.pb" >/dev/null

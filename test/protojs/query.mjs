@@ -44,7 +44,8 @@ try {
 	if (out !== undefined) {
 		const prof = m.output.typeName === "perftools.profiles.Profile" ?
 		    res : res.pprof?.profile;
-		writeFileSync(out, toBinary(ProfileSchema, prof));
+		if (prof !== undefined)
+			writeFileSync(out, toBinary(ProfileSchema, prof));
 	}
 	console.log(JSON.stringify(toJson(m.output, res)));
 } catch (e) {
