@@ -2,17 +2,20 @@
 # Pyroscope's query API (Connect) by clients profd did not write: Connect's
 # Node.js client (@connectrpc/connect-node) with messages protoc-gen-es
 # generated from proto/ (test/protojs/query.mjs), in binary protobuf and
-# in Connect JSON, plain curl with JSON, and `buf curl` (npm @bufbuild/buf).
+# in Connect JSON, plain curl with JSON, and `buf curl` (npm @bufbuild/buf);
+# every method answers the same to all of them (and to a gzipped request).
 # For every kind of corpus profile and every sample type, the flame graph's
 # total and self per function equal `go tool pprof -top`'s of the same
 # stored files; SelectMergeProfile's and the PPROF format's profiles open in
-# go tool pprof with the same top; the tree bytes decode to the same
-# totals; max_nodes and call sites; SelectSeries sums equal
-# /api/0/timeline's; Diff's ticks are both sides' totals; ProfileTypes,
+# go tool pprof with the same top; SelectSeries' points equal
+# /api/0/timeline's (step 1 s and both sides' default); the tree bytes
+# decode to the same totals; max_nodes and call sites; group_by and limit;
+# Diff's ticks are both sides' totals; ProfileTypes,
 # LabelNames, LabelValues and Series list exactly what was uploaded; the
 # legacy render endpoints. Errors are test/e2e/query_errors.sh's.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 . "${top_srcdir:-.}/test/e2e/pprof_read.sh"
+. "${top_srcdir:-.}/test/lib/qjs.sh"
 
 C=$PROFD_CORPUS
 G=$C/go
@@ -32,12 +35,14 @@ profd_start --auth-file "$tokens" || { not_ok "profd starts"; done_testing; }
 R=(-H 'Authorization: Bearer reader-0123456789')
 W=(-H 'Authorization: Bearer writer-0123456789')
 TOKEN=reader-0123456789
+BUF=$JS/node_modules/.bin/buf
 WIN="from=2000-01-01T00:00:00&to=2100-01-01T00:00:00"
 START=946684800000	# 2000-01-01, ms
 END=4102444800000	# 2100-01-01
 
-# q METHOD JSON [ARGS...]: the method through connect-node, binary.
-q() { node "$JS/query.mjs" "$PROFD_URL" "$1" "$2" --token "$TOKEN" "${@:3}"; }
+# q METHOD JSON [FLAGS...]: the method through connect-node (binary;
+# --json: Connect JSON), one node process for every call (test/lib/qjs.sh).
+qjs_start "$JS" "$PROFD_URL" "$TOKEN"
 # qcurl METHOD JSON: the method through curl, Connect JSON.
 qcurl() {
 	curl -s -H 'Content-Type: application/json' "${R[@]}" -d "$2" \
@@ -89,11 +94,39 @@ put contention block build=B $G/contention/block_B_0[1-3].pb.gz
 put goroutines goroutine build=A $G/goroutines/goroutine_A_0[1-3].pb.gz
 put nodewall other build=A $C/node/datadog/wall_0[1-3].pb.gz
 
-# check_kind SERVICE TYPE FILE...: every sample type of the files, in
-# every encoding for the first one.
+# series_vs_timeline SERVICE TYPE ID SAMPLE_TYPE STEP: SelectSeries of
+# the service's window (LO_S to HI_S) against /api/0/timeline's buckets
+# that hold profiles; STEP 0: both sides' own default step.
+series_vs_timeline() {
+	local svc=$1 type=$2 id=$3 st=$4 step=$5 sp=
+	[ "$step" = 0 ] || sp="&step=$step"
+	api "/api/0/timeline?service=$svc&type=$type&sample_type=$st&from=$LO_S&to=$HI_S$sp" \
+	    "${R[@]}" >"$T_TMP/tl.json"
+	jq -r '.body.points[] | select(.[2] > 0) | "\(.[0] * 1000) \(.[1])"' \
+	    "$T_TMP/tl.json" >"$T_TMP/tl.pts"
+	q SelectSeries "{\"profileTypeID\":\"$id\",\"labelSelector\":\"{service_name=\\\"$svc\\\"}\",\"start\":\"$((LO_S * 1000))\",\"end\":\"$((HI_S * 1000))\",\"step\":$step}" |
+	    jq -r '.series[]?.points[] | "\(.timestamp) \(.value // 0)"' \
+	    >"$T_TMP/ss.pts"
+	if [ -s "$T_TMP/tl.pts" ] && cmp -s "$T_TMP/ss.pts" "$T_TMP/tl.pts"; then
+		ok "$svc $id: SelectSeries step $step: $(wc -l <"$T_TMP/ss.pts") points = /api/0/timeline's (step $(jq .body.step "$T_TMP/tl.json"))"
+	else
+		not_ok "$svc $id: SelectSeries step $step differs from /api/0/timeline"
+		diff "$T_TMP/ss.pts" "$T_TMP/tl.pts" | head -4 | sed 's/^/# /'
+	fi
+}
+
+# check_kind SERVICE TYPE FILE...: every sample type of the files: the
+# flame graph and SelectMergeProfile against pprof, SelectSeries against
+# /api/0/timeline.
 check_kind() {
-	local svc=$1 type=$2 i=0 name unit id req total ptotal
+	local svc=$1 type=$2 i=0 name unit id req total ptotal lo hi
 	shift 2
+	api "/api/0/profiles?service=$svc&type=$type&$WIN&limit=100" "${R[@]}" \
+	    >"$T_TMP/list.json"
+	lo=$(jq -r '[.body[].created_at] | min' "$T_TMP/list.json")
+	hi=$(jq -r '[.body[].created_at] | max' "$T_TMP/list.json")
+	LO_S=$(date -u -d "$lo" +%s)
+	HI_S=$(( $(date -u -d "$hi" +%s) + 1 ))
 	while read -r name unit; do
 		id=$(ptid "$type" "$name" "$unit")
 		top "$i" "$@" >"$T_TMP/pp"
@@ -125,6 +158,8 @@ check_kind() {
 			not_ok "$svc $id: SelectMergeProfile's top differs"
 			diff "$T_TMP/smp.top" "$T_TMP/pp" | head -4 | sed 's/^/# /'
 		fi
+		series_vs_timeline "$svc" "$type" "$id" "$name" 1
+		series_vs_timeline "$svc" "$type" "$id" "$name" 0
 		i=$((i + 1))
 	done < <(types_of "$1")
 }
@@ -152,7 +187,6 @@ check "curl, JSON with original names and numbers: the same flame graph" \
     cmp -s "$T_TMP/curl.self" "$T_TMP/bin.self"
 is "$(jq -r '.flamegraph.total | type' "$T_TMP/curl.json")" string \
     "int64 answered as a JSON string"
-BUF=$JS/node_modules/.bin/buf
 if "$BUF" curl --schema "$JS/schema" --protocol connect \
     --http2-prior-knowledge=false -H "Authorization: Bearer $TOKEN" \
     -d "$REQ" "$PROFD_URL/querier.v1.QuerierService/SelectMergeStacktraces" \
@@ -169,7 +203,9 @@ fi
 is "$(jq -r '.profileTypes | length' "$T_TMP/buf.pt" 2>/dev/null)" 13 \
     "buf curl ProfileTypes"
 
-# every method: the same answer in Connect JSON as in binary protobuf
+# every method: the same answer from connect-node in binary protobuf, in
+# Connect JSON and with a gzipped request, from curl with JSON and from
+# buf curl (the last two read back by protobuf-es: --canon)
 SEL="\"labelSelector\":\"{service_name=\\\"cpuburn\\\"}\""
 W2="\"start\":\"$START\",\"end\":\"$END\""
 for call in "ProfileTypes {$W2}" "LabelNames {$W2}" \
@@ -180,19 +216,39 @@ for call in "ProfileTypes {$W2}" "LabelNames {$W2}" \
     "SelectSeries {\"profileTypeID\":\"$ID\",$SEL,$W2,\"step\":2592000}" \
     "Diff {\"left\":{\"profileTypeID\":\"$ID\",$SEL,$W2},\"right\":{\"profileTypeID\":\"$ID\",$SEL,$W2}}"; do
 	m=${call%% *}
-	q "$m" "${call#* }" --out "$T_TMP/enc.bin.pb" >"$T_TMP/enc.bin"
-	q "$m" "${call#* }" --json --out "$T_TMP/enc.json.pb" >"$T_TMP/enc.json"
+	body=${call#* }
+	q "$m" "$body" --out "$T_TMP/enc.bin.pb" >"$T_TMP/enc.bin"
+	q "$m" "$body" --json --out "$T_TMP/enc.json.pb" >"$T_TMP/enc.json"
+	q "$m" "$body" --gzip --out "$T_TMP/enc.gzip.pb" >"$T_TMP/enc.gzip"
+	qcurl "$m" "$body" >"$T_TMP/curl.out"
+	q "$m" "@$T_TMP/curl.out" --canon \
+	    --out "$T_TMP/enc.curl.pb" >"$T_TMP/enc.curl"
+	"$BUF" curl --schema "$JS/schema" --protocol connect \
+	    --http2-prior-knowledge=false -H "Authorization: Bearer $TOKEN" \
+	    -d "$body" "$PROFD_URL/querier.v1.QuerierService/$m" \
+	    >"$T_TMP/buf.out" 2>"$T_TMP/buf.err"
+	q "$m" "@$T_TMP/buf.out" --canon --out "$T_TMP/enc.buf.pb" \
+	    >"$T_TMP/enc.buf"
 	if [ "$m" = SelectMergeProfile ]; then
-		# two merges: the same profile, its tables in another order
-		top 0 "$T_TMP/enc.bin.pb" >"$T_TMP/enc.bin"
-		top 0 "$T_TMP/enc.json.pb" >"$T_TMP/enc.json"
+		# each call a merge: the same profile, its tables in
+		# another order
+		for w in bin json gzip curl buf; do
+			top 0 "$T_TMP/enc.$w.pb" >"$T_TMP/enc.$w"
+		done
 	fi
+	bad=
+	for w in json gzip curl buf; do
+		cmp -s "$T_TMP/enc.bin" "$T_TMP/enc.$w" || bad+=" $w"
+	done
 	if [ -s "$T_TMP/enc.bin" ] && ! grep -q '^error' "$T_TMP/enc.bin" &&
-	    cmp -s "$T_TMP/enc.bin" "$T_TMP/enc.json"; then
-		ok "$m: binary and JSON answer the same ($(wc -c <"$T_TMP/enc.bin") bytes as JSON)"
+	    [ -z "$bad" ]; then
+		ok "$m: binary, JSON, gzipped, curl and buf curl answer the same ($(wc -c <"$T_TMP/enc.bin") bytes as JSON)"
 	else
-		not_ok "$m: binary and JSON differ"
-		head -c 200 "$T_TMP/enc.bin" "$T_TMP/enc.json" | sed 's/^/# /'
+		not_ok "$m: binary and$bad differ"
+		for w in bin $bad; do
+			printf '%s: %s\n' "$w" "$(head -c 200 "$T_TMP/enc.$w")"
+		done | sed 's/^/# /'
+		head -3 "$T_TMP/buf.err" | sed 's/^/# buf curl: /'
 	fi
 done
 
@@ -354,4 +410,5 @@ api "/pyroscope/render-diff?leftQuery=$QA&leftFrom=946684800&leftUntil=410244480
     "${R[@]}" >"$T_TMP/rdiff.json"
 is "$HTTP_CODE $(jq -r '"\(.leftTicks) \(.rightTicks) \(.metadata.format)"' "$T_TMP/rdiff.json")" \
     "200 $ta $tb double" "/pyroscope/render-diff: both sides' ticks"
+qjs_stop
 done_testing
