@@ -1,0 +1,1 @@
+../../lib/pg_wrap.sh
