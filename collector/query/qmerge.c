@@ -158,7 +158,8 @@ qmerge_diff_side(struct httpjob *job, struct qmerge_args *ma,
     const char *what)
 {
 	if (r == NULL) {
-		httpjob_error(job, 400, "Diff needs %s", what);
+		httpjob_error(job, 400, "Diff needs its %.*s side",
+		    (int)strcspn(what, ":"), what);
 		return -1;
 	}
 	return qside_parse(job, s, r->profile_typeid, r->label_selector,
