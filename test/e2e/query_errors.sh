@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Bad requests to Pyroscope's query API get Connect's error, with the code
 # and HTTP status Connect's protocol gives it, never a 500: unknown and
-# left-out methods, malformed protobuf, JSON of the wrong shape, invalid
-# selectors and profile type ids, windows past the limits, missing and
+# left-out methods and selectors, malformed protobuf, JSON of the wrong
+# shape (types, int64 forms, enums), invalid selectors (with the offset)
+# and profile type ids, steps and windows past the limits, missing and
 # weak tokens, wrong content types and methods, bodies past the bound
 # (also inflated ones), and what Connect's own Node.js client reads of
-# them. /metrics then shows no 500 on the route.
+# them; the legacy render API's 400s; 304 requests mutated from valid ones
+# of every method (binary as protobuf-es encodes them, JSON, gzipped) get
+# no 5xx and every refusal is a Connect error. /metrics then shows no 500
+# on the route.
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 
 C=$PROFD_CORPUS
@@ -94,6 +98,58 @@ call x SelectSeries $J '{"profileTypeID":"wall:a:b:c:d"}' "${R[@]}"
 expect "profile type id: unknown name" 400 invalid_argument "unknown profile name"
 call x SelectMergeProfile $J "{\"profileTypeID\":\"$ID\",\"start\":\"5\",\"end\":\"4\"}" "${R[@]}"
 expect "start after end" 400 invalid_argument "after"
+# More of each kind, a line each: what, method, body, HTTP status,
+# Connect code, a word of the message ('|' between them; the bodies are
+# Connect JSON).
+SMS="\"profileTypeID\":\"$ID\""
+while IFS='|' read -r what m body st code word; do
+	call x "$m" $J "$body" "${R[@]}"
+	expect "$what" "$st" "$code" "$word"
+done <<EOF
+JSON: int64 not a number|Series|{"start":"abc"}|400|invalid_argument|start
+JSON: int64 a fraction|Series|{"start":1.5}|400|invalid_argument|start
+JSON: int64 past 64 bits|Series|{"end":"18446744073709551616"}|400|invalid_argument|end
+JSON: an unknown enum name|SelectMergeStacktraces|{$SMS,"format":"NOPE"}|400|invalid_argument|format
+JSON: a number for a string|SelectMergeStacktraces|{$SMS,"labelSelector":5}|400|invalid_argument|labelSelector
+JSON: a number in a string list|SelectSeries|{$SMS,"groupBy":[1]}|400|invalid_argument|groupBy
+JSON: null for the message|Series|null|400|invalid_argument|JSON
+JSON: an empty body|Series||400|invalid_argument|JSON
+JSON: a string for a message|Diff|{"left":"x"}|400|invalid_argument|left
+selector: an unterminated string|SelectMergeStacktraces|{$SMS,"labelSelector":"{a=\"x}"}|400|invalid_argument|offset
+selector: ==|SelectMergeStacktraces|{$SMS,"labelSelector":"{a==\"x\"}"}|400|invalid_argument|offset
+selector: a name starting with a digit|SelectMergeStacktraces|{$SMS,"labelSelector":"{1a=\"x\"}"}|400|invalid_argument|offset
+selector: text after the braces|SelectSeries|{$SMS,"labelSelector":"{a=\"x\"} b"}|400|invalid_argument|offset
+selector: a bad matcher of LabelNames|LabelNames|{"matchers":["{a="]}|400|invalid_argument|offset
+selector: a bad regex of LabelValues|LabelValues|{"name":"a","matchers":["{a=~\"[\"}"]}|400|invalid_argument|regex
+profile type id: an empty part|SelectMergeStacktraces|{"profileTypeID":"process_cpu::nanoseconds:cpu:nanoseconds"}|400|invalid_argument|five
+profile type id: six parts|SelectMergeProfile|{"profileTypeID":"$ID:x"}|400|invalid_argument|five
+profile type id: none|SelectSeries|{}|400|invalid_argument|empty
+profile type id: Diff's right side|Diff|{"left":{$SMS},"right":{"profileTypeID":"x:y"}}|400|invalid_argument|five
+Diff without a right side|Diff|{"left":{$SMS}}|400|invalid_argument|right
+SelectSeries: step NaN|SelectSeries|{$SMS,"step":"NaN"}|400|invalid_argument|step
+SelectSeries: step past a year|SelectSeries|{$SMS,"step":1e300}|400|invalid_argument|step
+a window past year 2262|SelectMergeStacktraces|{$SMS,"end":"9223372036854775807"}|400|invalid_argument|milliseconds
+left out: profile_id_selector|SelectMergeStacktraces|{$SMS,"profileIdSelector":["x"]}|501|unimplemented|selector
+left out: trace_id_selector|SelectMergeProfile|{$SMS,"traceIdSelector":["x"]}|501|unimplemented|selector
+left out: span_selector|SelectMergeStacktraces|{$SMS,"spanSelector":["x"]}|501|unimplemented|selector
+a method spelt in lower case|selectMergeStacktraces|{}|501|unimplemented|no method
+no method|||501|unimplemented|no method
+EOF
+call x LabelNames "$J; charset=utf-8" '{}' "${R[@]}"
+is "$CODE" 200 "Content-Type application/json; charset=utf-8 is JSON"
+call x Series $P $'\x08\x01' "${R[@]}"
+expect "protobuf: a varint for a string field" 400 invalid_argument "in protobuf"
+# The legacy render API answers profd's JSON errors.
+for u in "render" "render?query=bad" "render?query=$ID%7Ba=%7D" \
+    "render?query=$ID%7B%7D&from=now&until=now-1h" \
+    "render?query=$ID%7B%7D&from=abc" \
+    "render?query=$ID%7B%7D&max-nodes=-3" \
+    "render-diff?leftQuery=$ID%7B%7D" \
+    "render-diff?leftQuery=$ID%7B%7D&rightQuery=$ID%7Bb=%7D"; do
+	api "/pyroscope/$u" "${R[@]}" >/dev/null
+	is "$HTTP_CODE $(jq -r .code <<<"$BODY")" "400 400" \
+	    "/pyroscope/$u: 400 ($(jq -r .error <<<"$BODY"))"
+done
 call x SelectMergeStacktraces $J "{\"profileTypeID\":\"$ID\",\"maxNodes\":\"-1\"}" "${R[@]}"
 expect "max_nodes negative" 400 invalid_argument "max_nodes"
 call x SelectMergeStacktraces $J "{\"profileTypeID\":\"$ID\",\"format\":\"PROFILE_FORMAT_DOT\"}" "${R[@]}"
@@ -160,24 +216,109 @@ expect "a gzip body inflating past 1 MiB ($(wc -c <"$T_TMP/big.gz") bytes)" \
 call x Series $J '{}' "${R[@]}" -H 'Content-Encoding: br'
 expect "Content-Encoding br" 400 invalid_argument "Content-Encoding"
 
-# Connect's own client reads those errors as their codes.
+# Connect's own client reads those errors as their codes; requests
+# mutated from valid ones of every method (binary, as protobuf-es encodes
+# them, Connect JSON, gzipped) never get a 5xx.
 if [ -d "$JS/node_modules/@connectrpc/connect-node" ] &&
     "$JS/gen.sh" "${top_srcdir:-.}" >/dev/null 2>&1; then
-	out=$(node "$JS/query.mjs" "$PROFD_URL" SelectMergeStacktraces \
-	    '{"profileTypeID":"bad"}' --token reader-0123456789)
-	is "${out%% *} $(cut -d' ' -f2 <<<"$out")" "error InvalidArgument" \
+	. "${top_srcdir:-.}/test/lib/qjs.sh"
+	qjs_start "$JS" "$PROFD_URL" reader-0123456789
+	out=$(q SelectMergeStacktraces '{"profileTypeID":"bad"}')
+	is "$(cut -d' ' -f1-2 <<<"$out")" "error InvalidArgument" \
 	    "connect-node: invalid_argument"
-	out=$(node "$JS/query.mjs" "$PROFD_URL" SelectHeatmap '{}' --token \
-	    reader-0123456789 --json)
+	out=$(q SelectHeatmap '{}' --json)
 	is "$(cut -d' ' -f2 <<<"$out")" Unimplemented "connect-node: unimplemented"
 	out=$(node "$JS/query.mjs" "$PROFD_URL" Series '{}')
 	is "$(cut -d' ' -f2 <<<"$out")" Unauthenticated \
 	    "connect-node: unauthenticated"
-	out=$(node "$JS/query.mjs" "$PROFD_URL" SelectMergeProfile \
-	    "{\"profileTypeID\":\"$ID\",\"labelSelector\":\"{build!=\\\"x\\\"}\",\"start\":\"$START\",\"end\":\"$END\"}" \
-	    --token reader-0123456789)
+	out=$(q SelectMergeProfile "{\"profileTypeID\":\"$ID\",\"labelSelector\":\"{build!=\\\"x\\\"}\",\"start\":\"$START\",\"end\":\"$END\"}")
 	is "$(cut -d' ' -f2 <<<"$out")" ResourceExhausted \
 	    "connect-node: resource_exhausted"
+
+	SEL="\"labelSelector\":\"{service_name=\\\"cpuburn\\\",build=\\\"A\\\"}\""
+	WIN="\"start\":\"$START\",\"end\":\"$END\""
+	M="\"matchers\":[\"{service_name=\\\"cpuburn\\\"}\"]"
+	ONE="{\"profileTypeID\":\"$ID\",$SEL,$WIN,\"maxNodes\":\"100\",\"stackTraceSelector\":{\"callSite\":[{\"name\":\"main.main\"}]}}"
+	: >"$T_TMP/fz.list"
+	bad=0
+	for call in "ProfileTypes {$WIN}" "LabelNames {$M,$WIN}" \
+	    "LabelValues {\"name\":\"build\",$M,$WIN}" \
+	    "Series {$M,\"labelNames\":[\"build\"],$WIN}" \
+	    "SelectMergeStacktraces ${ONE%\}},\"format\":\"PROFILE_FORMAT_TREE\"}" \
+	    "SelectMergeProfile $ONE" \
+	    "SelectSeries {\"profileTypeID\":\"$ID\",$SEL,$WIN,\"step\":2592000,\"groupBy\":[\"build\"],\"aggregation\":\"TIME_SERIES_AGGREGATION_TYPE_AVERAGE\",\"limit\":\"5\"}" \
+	    "Diff {\"left\":$ONE,\"right\":$ONE}"; do
+		m=${call%% *}
+		printf '%s' "${call#* }" >"$T_TMP/fz.$m.json"
+		q "$m" "${call#* }" --encode --out "$T_TMP/fz.$m.pb" >/dev/null ||
+		    bad=$((bad + 1))
+		# (the valid requests themselves first: not all refused)
+		printf '%s %s %s\n' "$m" "$T_TMP/fz.$m.pb" "$T_TMP/fz.$m.json" \
+		    >>"$T_TMP/fz.list"
+	done
+	is "$bad" 0 "protobuf-es encodes a valid request of each method"
+	python3 - "$T_TMP" "$T_TMP/fz.list" >"$T_TMP/fz.cfg" <<'EOF'
+# Mutants of each method's valid request, and a curl config sending them
+# all (the originals first); deterministic (seeded).
+import gzip, random, sys
+tmp = sys.argv[1]
+rnd = random.Random(32)
+def mutate(b, alphabet):
+    b = bytearray(b)
+    for _ in range(rnd.randint(1, 3)):
+        op = rnd.randrange(5)
+        i = rnd.randrange(len(b) + 1)
+        if op == 0 and b:
+            b[min(i, len(b) - 1)] = rnd.choice(alphabet)
+        elif op == 1:
+            b[i:i] = bytes(rnd.choice(alphabet) for _ in range(rnd.randint(1, 4)))
+        elif op == 2:
+            del b[i:i + rnd.randint(1, 8)]
+        elif op == 3:
+            b = b[:i]
+        else:
+            j = rnd.randrange(len(b) + 1)
+            b[i:i] = b[min(i, j):max(i, j)][:64]
+    return bytes(b)
+n = 0
+for line in open(sys.argv[2]):
+    m, pb, js = line.split()
+    sets = [("application/proto", open(pb, "rb").read(), bytes(range(256))),
+            ("application/json", open(js, "rb").read(), b'{}[]":,\\0123456789aeE.-+ ')]
+    for ct, body, alphabet in sets:
+        bodies = [(body, False)]
+        bodies += [(mutate(body, alphabet), False) for _ in range(14)]
+        bodies += [(mutate(gzip.compress(body, mtime=0), bytes(range(256))), True)
+                   for _ in range(2)]
+        bodies += [(gzip.compress(mutate(body, alphabet), mtime=0), True)
+                   for _ in range(2)]
+        for b, gz in bodies:
+            f = "%s/fz.%d" % (tmp, n)
+            open(f, "wb").write(b)
+            if n:
+                print("next")
+            print('url = "%s"' % ("@URL@/querier.v1.QuerierService/" + m))
+            print('data-binary = "@%s"' % f)
+            print('header = "Content-Type: %s"' % ct)
+            if gz:
+                print('header = "Content-Encoding: gzip"')
+            print('header = "Authorization: Bearer reader-0123456789"')
+            print('output = "%s.out"' % f)
+            print('write-out = "%%{http_code} %s %s%s\\n"' % (m, ct, " gzip" if gz else ""))
+            n += 1
+EOF
+	sed -i "s|@URL@|$PROFD_URL|" "$T_TMP/fz.cfg"
+	curl -s -K "$T_TMP/fz.cfg" >"$T_TMP/fz.codes"
+	n=$(wc -l <"$T_TMP/fz.codes")
+	is "$n $(awk '$1 >= 500 || $1 < 200' "$T_TMP/fz.codes" | sort | uniq -c | head -5)" "304 " \
+	    "304 requests, mostly mutated: no 5xx (statuses:$(cut -d' ' -f1 "$T_TMP/fz.codes" | sort | uniq -c | tr -s ' \n' ' '))"
+	is "$(awk '$1 == 200 { n[$2]++ } END { for (m in n) print m }' "$T_TMP/fz.codes" | wc -l)" 8 \
+	    "every method's valid request answered 200 (the mutants start from answered calls)"
+	bad=$(paste -d' ' <(cut -d' ' -f1 "$T_TMP/fz.codes") \
+	    <(jq_each '.code | type' $(seq -f "$T_TMP/fz.%g.out" 0 $((n - 1)))) |
+	    grep -vn '^200 \|^4[0-9][0-9] string$' | head -3)
+	is "$bad" "" "every refusal a Connect error ({\"code\":...})"
+	qjs_stop
 else
 	diag "test/protojs's npm packages not installed: connect-node checks left out"
 fi

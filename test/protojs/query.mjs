@@ -8,7 +8,8 @@
 // answer's bytes, SelectMergeProfile's or a PPROF format's, to FILE),
 // --canon (no call: the JSON given is an answer of METHOD, read strictly
 // by protobuf-es and printed again, so answers from other clients compare
-// byte for byte; --out still writes its pprof).
+// byte for byte; --out still writes its pprof), --encode (no call: the
+// request in binary protobuf to --out's FILE).
 // A JSON argument "@FILE" is FILE's contents.
 // Prints the answer on one line as JSON (protobuf's JSON mapping), or on a
 // Connect error "error CODE MESSAGE" (exit status 2).
@@ -66,6 +67,11 @@ async function call(method, reqText, flags) {
 	try {
 		if (reqText?.startsWith("@"))
 			reqText = readFileSync(reqText.slice(1), "utf8");
+		if (flags.includes("--encode")) {
+			writeFileSync(opt(flags, "--out"), toBinary(m.input,
+			    fromJson(m.input, JSON.parse(reqText))));
+			return ["{}", 0];
+		}
 		const res = flags.includes("--canon") ?
 		    fromJson(m.output, JSON.parse(reqText)) :
 		    await client(flags.includes("--json"),
