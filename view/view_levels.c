@@ -45,8 +45,8 @@ struct view_levels_walk {
 	int			 diff;
 	size_t			 stride;	/* 4, or 7 for a diff */
 	int64_t			 min;		/* least total drawn */
-	uint32_t		*name_of;	/* tree name -> level name + 1 */
-	int64_t			 other;		/* "other"'s level name, or -1 */
+	uint32_t		*name_of;	/* tree name -> name + 1 */
+	int64_t			 other;		/* "other"'s name, or -1 */
 	size_t			 names_cap;
 	size_t			*cap;		/* of each level's values */
 	size_t			 levels_cap;
@@ -209,8 +209,9 @@ view_levels_kids(struct view_levels_walk *w, uint32_t n)
 		}
 		w->kids[nk++] = k;
 	}
-	qsort_r(w->kids, nk, sizeof *w->kids, view_levels_cmp_child,
-	    (void *)t);
+	if (nk > 1)
+		qsort_r(w->kids, nk, sizeof *w->kids, view_levels_cmp_child,
+		    (void *)t);
 	return nk;
 }
 
@@ -226,7 +227,8 @@ view_levels_kept(const struct view_levels_walk *w, const struct view_node *n)
 
 /* Pushes the drawn children of a visited item and their "other". */
 static void
-view_levels_expand(struct view_levels_walk *w, const struct view_levels_item *it)
+view_levels_expand(struct view_levels_walk *w,
+    const struct view_levels_item *it)
 {
 	const struct view_tree *t = w->t;
 	const struct view_node *n;
@@ -482,7 +484,8 @@ view_levels_flamebearer(const struct view_levels *lv)
 	for (i = 0; i < lv->nlevels; i++) {
 		l = json_array();
 		for (j = 0; j < lv->nvalues[i]; j++)
-			json_array_append_new(l, json_integer(lv->levels[i][j]));
+			json_array_append_new(l,
+			    json_integer(lv->levels[i][j]));
 		json_array_append_new(levels, l);
 	}
 	return json_pack("{s:o, s:o, s:I, s:I}", "names", names, "levels",

@@ -116,8 +116,9 @@ view_ptree_kids(struct view_ptree_enc *e, uint32_t n)
 		}
 		e->kids[nk++] = k;
 	}
-	qsort_r(e->kids, nk, sizeof *e->kids, view_ptree_cmp_child,
-	    (void *)t);
+	if (nk > 1)
+		qsort_r(e->kids, nk, sizeof *e->kids, view_ptree_cmp_child,
+		    (void *)t);
 	return nk;
 }
 
