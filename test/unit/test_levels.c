@@ -47,7 +47,7 @@ test_levels_profile(const char *const *stacks, const int64_t *vals, size_t n)
 				fn = tb_func(b, names[depth - 1 - j], "f.go");
 				loc = tb_loc(b, 0, 0x1000 + fn, 1, fn, 1, 0, 0);
 			} else
-				loc = fn - 100;		/* see tb_func, tb_loc */
+				loc = fn - 100;	/* see tb_func, tb_loc */
 			locs[j] = loc;
 		}
 		locs[depth] = 0;
@@ -143,8 +143,8 @@ test_levels_check(const struct view_levels *lv)
 			for (s = 0; s < sides; s++) {
 				want[s] = xp[2 * i + s] +
 				    lv->levels[l][i * stride + 3 * s + 2];
-				need[s] = lv->levels[l][i * stride + 3 * s + 1] -
-				    lv->levels[l][i * stride + 3 * s + 2];
+				need[s] = lv->levels[l][i * stride + 3 * s +
+				    1] - lv->levels[l][i * stride + 3 * s + 2];
 				got[s] = 0;
 			}
 			for (;;) {
