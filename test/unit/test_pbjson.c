@@ -975,6 +975,7 @@ test_api(void)
 	ProtobufCMessage *m = NULL;
 	json_t *j;
 	size_t len;
+	int rc;
 
 	fg.names = names;
 	fg.n_names = 3;
@@ -1001,9 +1002,12 @@ test_api(void)
 	protobuf_c_message_free_unpacked(m, NULL);
 	json_decref(j);
 	j = json_pack("{s:{s:s}}", "left", "start", "x");
-	ok(pbjson_decode(&querier__v1__diff_request__descriptor, j, 0, NULL, &m,
-	    &cause) == -1 && m == NULL && strcmp(cause, "left.start: not an "
-	    "integer (\"x\")") == 0, "and names the path: %s", cause);
+	cause = NULL;
+	rc = pbjson_decode(&querier__v1__diff_request__descriptor, j, 0, NULL,
+	    &m, &cause);
+	ok(rc == -1 && m == NULL && cause != NULL && strcmp(cause, "left.start: "
+	    "not an integer (\"x\")") == 0, "and names the path: %s",
+	    cause != NULL ? cause : "-");
 	free(cause);
 	json_decref(j);
 	j = json_pack("[i]", 1);
