@@ -395,6 +395,34 @@ merge_vote_main(struct merge *m, uint32_t ident, size_t weight)
 	}
 }
 
+/*
+ * Counts the votes of an input folded in: its first mapping's, once, or
+ * (from not NULL: in is from's result) every vote from counted, so a
+ * combined merge picks what its inputs had first, not what each share's
+ * result has first.
+ */
+static int
+merge_votes_in(struct merge *m, const struct pprof_stream *in,
+    const struct merge *from, char **cause)
+{
+	const char *s;
+	uint32_t len, id;
+	size_t i;
+
+	if (from == NULL) {
+		if (in->n[PPROF_STREAM_MAPPING] > 0)
+			merge_vote_main(m, m->map_key[0], 1);
+		return 0;
+	}
+	for (i = 0; i < from->nmain; i++) {
+		s = merge_keys_key(&from->strs, from->main_ident[i], &len);
+		if (merge_intern(m, s, len, &id, cause) != 0)
+			return -1;
+		merge_vote_main(m, id, from->main_votes[i]);
+	}
+	return 0;
+}
+
 /* Fills m->map_map (global mapping) and m->map_key (identity string). */
 static int
 merge_mappings_in(struct merge *m, struct pprof_stream *in, char **cause)
@@ -743,14 +771,14 @@ merge_header_in(struct merge *m, const struct pprof_stream *in,
 }
 
 /*
- * Folds an opened input into m, counting it as weight inputs (combine
- * passes a whole merge). The input was checked when it was opened, so
- * only a sample type mismatch, the budget or a cancel can refuse it; the
- * first leaves m as it was.
+ * Folds an opened input into m: one input, or (from not NULL) from's
+ * result, counted as all of from's inputs. The input was checked when it
+ * was opened, so only a sample type mismatch, the budget or a cancel can
+ * refuse it; the first leaves m as it was.
  */
 static int
-merge_add_stream(struct merge *m, struct pprof_stream *in, size_t weight,
-    char **cause)
+merge_add_stream(struct merge *m, struct pprof_stream *in,
+    const struct merge *from, char **cause)
 {
 	size_t nstr = in->n_string;
 
@@ -771,16 +799,16 @@ merge_add_stream(struct merge *m, struct pprof_stream *in, size_t weight,
 	if (merge_header_in(m, in, cause) != 0 ||
 	    merge_samples_in(m, in, cause) != 0)
 		return -1;
-	if (in->n[PPROF_STREAM_MAPPING] > 0)
-		merge_vote_main(m, m->map_key[0], weight);
-	m->ninputs += weight;
+	if (merge_votes_in(m, in, from, cause) != 0)
+		return -1;
+	m->ninputs += from != NULL ? from->ninputs : 1;
 	return 0;
 }
 
-/* merge_add_raw counting the input as weight inputs. */
+/* merge_add_raw of one input, or (from not NULL) of from's result. */
 static int
-merge_add_raw_weighted(struct merge *m, const uint8_t *raw, size_t len,
-    size_t weight, char **cause)
+merge_add_raw_from(struct merge *m, const uint8_t *raw, size_t len,
+    const struct merge *from, char **cause)
 {
 	struct pprof_stream in;
 	int rc;
@@ -803,7 +831,7 @@ merge_add_raw_weighted(struct merge *m, const uint8_t *raw, size_t len,
 		pprof_stream_close(&in);
 		return -1;
 	}
-	rc = merge_add_stream(m, &in, weight, cause);
+	rc = merge_add_stream(m, &in, from, cause);
 	pprof_stream_close(&in);
 	return rc;
 }
@@ -812,7 +840,7 @@ merge_add_raw_weighted(struct merge *m, const uint8_t *raw, size_t len,
 int
 merge_add_raw(struct merge *m, const uint8_t *raw, size_t len, char **cause)
 {
-	return merge_add_raw_weighted(m, raw, len, 1, cause);
+	return merge_add_raw_from(m, raw, len, NULL, cause);
 }
 
 /* Folds one decoded profile into m: packed, then read as raw bytes. */
@@ -866,7 +894,7 @@ merge_combine(struct merge *into, struct merge *from, char **cause)
 		into->nomem = from->nomem;
 		return -1;
 	}
-	rc = merge_add_raw_weighted(into, raw, len, from->ninputs, cause);
+	rc = merge_add_raw_from(into, raw, len, from, cause);
 	budget_dealloc(from->acct, raw, len);
 	return rc;
 }

@@ -56,8 +56,9 @@ struct merge {
 	struct merge_keyset maps;
 	uint8_t		*map_flags;	/* has_functions.. bits per mapping */
 	/* The inputs' first mappings (build id, else file name: a string
-	 * id) and how many inputs had each first: the result's first
-	 * mapping, which pprof names the profile by, is the most common. */
+	 * id) and how many inputs had each first (a combined share's
+	 * counts added): the result's first mapping, which pprof names the
+	 * profile by, is the most common. */
 #define MERGE_MAIN_VOTES 16
 	uint32_t	 main_ident[MERGE_MAIN_VOTES];
 	size_t		 main_votes[MERGE_MAIN_VOTES];

@@ -74,16 +74,19 @@ merge_result_str(const struct merge_marks *mk, uint32_t id)
 }
 
 /*
- * The kept mapping to write first (index + 1, 0: none kept): the first
- * of the identity (build id, else file name) that most inputs had first,
- * so pprof names the merge by the inputs' main executable.
+ * The mapping to write first (index + 1, 0: none): of the identity
+ * (build id, else file name) that most inputs had first, the first copy
+ * kept samples use, else its first copy (written though no location uses
+ * it, as the agents write their executable's: a multi-threaded program's
+ * samples may all start in libc's thread entry), so pprof names the merge
+ * by the inputs' main executable.
  */
 static size_t
 merge_result_main(const struct merge *m, const struct merge_marks *mk)
 {
 	const uint32_t *key;
 	uint32_t want;
-	size_t i, best = 0;
+	size_t i, best = 0, first = 0;
 
 	if (m->nmain == 0)
 		return 0;
@@ -92,13 +95,15 @@ merge_result_main(const struct merge *m, const struct merge_marks *mk)
 			best = i;
 	want = m->main_ident[best];
 	for (i = 0; i < m->maps.n; i++) {
-		if (!mk->map[i])
-			continue;
 		key = merge_keys_key(&m->maps, (uint32_t)i, NULL);
-		if ((key[7] != 0 ? key[7] : key[6]) == want)
+		if ((key[7] != 0 ? key[7] : key[6]) != want)
+			continue;
+		if (mk->map[i])
 			return i + 1;
+		if (first == 0)
+			first = i + 1;
 	}
-	return 0;
+	return first;
 }
 
 /* The k-th kept mapping to write (main first); its index, or NONE-like. */

@@ -1,13 +1,19 @@
 /*
- * Pyroscope's flame graph levels of a call tree (see view_levels.h).
- * The tree's children lists are in insertion order; each node's children
- * are sorted by name here (byte order, as Pyroscope's trees keep them).
- * A preorder walk, left to right, visits each level's nodes in the order
- * of their offsets, so each node's values are appended as it is visited
- * and the offsets turned into deltas at the end. The node budget is
- * Pyroscope's: the max_nodes-th largest total (of either side in a diff)
- * is the least a node needs to be drawn; a parent's smaller children
- * become one "other" node.
+ * Pyroscope's flame graph levels of a call tree (see view_levels.h), in
+ * the order Pyroscope's NewFlameGraph and NewFlamegraphDiff produce them,
+ * so that names get the same indexes: a depth-first walk from the root
+ * with a stack, each node's children (sorted by name, byte order) pushed
+ * in order and the "other" of the folded ones last, so the "other" is
+ * visited first, then the children from the last name to the first. A
+ * node's values are appended to its level as it is visited; each level
+ * is then reversed node by node (left to right: by offset) and its
+ * offsets turned into deltas.
+ *
+ * The node budget is Pyroscope's (view_tree_min_value): a child is drawn
+ * if its total (either side's in a diff) reaches the least total, else
+ * it joins its parent's "other" (total = self = the sum of the folded).
+ * A flame graph also folds children named "other" into it whatever their
+ * size; a diff keeps them as any node (and then may show two).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,90 +22,97 @@
 #include "view/view_levels.h"
 
 #define VIEW_LEVELS_OTHER	"other"
+#define VIEW_LEVELS_NONE	UINT32_MAX	/* an item that is an "other" */
+/*
+ * What a drawn node costs: its values (levels grow by doubling, so up to
+ * twice) and 64 for its level's share or its place on the walk's stack.
+ */
+#define VIEW_LEVELS_NODE_BYTES(diff) \
+	((size_t)((diff) ? 7 : 4) * sizeof (int64_t) * 2 + 64)
+
+/* One node to visit: a tree node, or (node NONE) an "other". */
+struct view_levels_item {
+	uint32_t	node;
+	uint32_t	level;
+	int64_t		x, total, self;			/* right: the tree */
+	int64_t		bx, base_total, base_self;	/* left: baseline */
+};
 
 /* The walk's state. */
 struct view_levels_walk {
 	const struct view_tree	*t;
 	struct view_levels	*lv;
-	int64_t			 min;		/* least total drawn */
+	int			 diff;
 	size_t			 stride;	/* 4, or 7 for a diff */
-	uint32_t		*name_of;	/* tree name -> level name + 1 */
+	int64_t			 min;		/* least total drawn */
+	uint32_t		*name_of;	/* tree name -> name + 1 */
+	int64_t			 other;		/* "other"'s name, or -1 */
+	size_t			 names_cap;
 	size_t			*cap;		/* of each level's values */
 	size_t			 levels_cap;
-	size_t			 other;		/* "other"'s name, + 1 */
+	struct view_levels_item	*stack;
+	size_t			 nstack, stack_cap;
+	uint32_t		*kids;
+	size_t			 kids_cap;
 };
 
-/* One node to visit: a tree node, or (node 0 and totals) an "other". */
-struct view_levels_item {
-	uint32_t	node;
-	int		is_other;
-	int64_t		total, self, base_total, base_self;
-	int64_t		x, bx;		/* absolute offsets */
-	size_t		level;
-};
-
-/* A node's total for the budget: the larger side in a diff. */
+/* Appends a name to the levels' names; returns its index. */
 static int64_t
-view_levels_weight(const struct view_node *n, int diff)
-{
-	return diff && n->base_value > n->value ? n->base_value : n->value;
-}
-
-/* qsort: int64 descending. */
-static int
-view_levels_cmp_desc(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x > y ? -1 : x < y;
-}
-
-/* The least total a node needs to be drawn within max_nodes. */
-static int64_t
-view_levels_min(const struct view_tree *t, size_t max_nodes, int diff)
-{
-	int64_t *w, min;
-	size_t i, n = 0;
-
-	if (max_nodes == 0 || t->n - 1 <= max_nodes)
-		return 0;
-	w = xcalloc(t->n, sizeof *w);
-	for (i = 1; i < t->n; i++)
-		w[n++] = view_levels_weight(&t->nodes[i], diff);
-	qsort(w, n, sizeof *w, view_levels_cmp_desc);
-	min = w[max_nodes - 1];
-	free(w);
-	return min;
-}
-
-/* The level-name index of a name ("other" when name is NULL). */
-static int64_t
-view_levels_name(struct view_levels_walk *w, uint32_t tree_name, int other)
+view_levels_add_name(struct view_levels_walk *w, const char *name)
 {
 	struct view_levels *lv = w->lv;
-	uint32_t *slot = other ? (uint32_t *)&w->other :
-	    &w->name_of[tree_name];
 
-	if (other && w->other != 0)
-		return (int64_t)w->other - 1;
-	if (!other && *slot != 0)
-		return (int64_t)*slot - 1;
-	lv->names = xreallocarray(lv->names, lv->nnames + 1,
-	    sizeof *lv->names);
-	lv->names[lv->nnames] = other ? VIEW_LEVELS_OTHER :
-	    w->t->names[tree_name];
-	if (other)
-		w->other = lv->nnames + 1;
-	else
-		*slot = (uint32_t)lv->nnames + 1;
+	if (lv->nnames == w->names_cap) {
+		w->names_cap = w->names_cap * 2 + 16;
+		lv->names = xreallocarray(lv->names, w->names_cap,
+		    sizeof *lv->names);
+	}
+	lv->names[lv->nnames] = name;
 	return (int64_t)lv->nnames++;
 }
 
-/* Appends v to level l's values. */
-static void
-view_levels_push(struct view_levels_walk *w, size_t l, int64_t v)
+/*
+ * The level name of an item, as Pyroscope numbers names: by string, in
+ * the order first seen; the root is "total" (0), which a function named
+ * "total" shares in a flame graph and one named "" in a diff.
+ */
+static int64_t
+view_levels_name(struct view_levels_walk *w, const struct view_levels_item *it)
+{
+	const struct view_tree *t = w->t;
+	uint32_t tn;
+	const char *s;
+	int64_t i;
+
+	if (it->node == 0 && w->lv->nnames == 0)
+		return view_levels_add_name(w, t->names[0]);
+	if (it->node == VIEW_LEVELS_NONE)
+		s = VIEW_LEVELS_OTHER;
+	else {
+		tn = t->nodes[it->node].name;
+		if (w->name_of[tn] != 0)
+			return (int64_t)w->name_of[tn] - 1;
+		s = t->names[tn];
+	}
+	if (strcmp(s, VIEW_LEVELS_OTHER) == 0) {
+		if (w->other < 0)
+			w->other = view_levels_add_name(w, VIEW_LEVELS_OTHER);
+		i = w->other;
+	} else if (strcmp(s, w->diff ? "" : "total") == 0)
+		i = 0;
+	else
+		i = view_levels_add_name(w, s);
+	if (it->node != VIEW_LEVELS_NONE)
+		w->name_of[t->nodes[it->node].name] = (uint32_t)i + 1;
+	return i;
+}
+
+/* Room for one more node's values in level l (levels added as needed). */
+static int64_t *
+view_levels_slot(struct view_levels_walk *w, size_t l)
 {
 	struct view_levels *lv = w->lv;
+	int64_t *v;
 
 	while (l >= lv->nlevels) {
 		if (lv->nlevels == w->levels_cap) {
@@ -116,12 +129,55 @@ view_levels_push(struct view_levels_walk *w, size_t l, int64_t v)
 		w->cap[lv->nlevels] = 0;
 		lv->nlevels++;
 	}
-	if (lv->nvalues[l] == w->cap[l]) {
-		w->cap[l] = w->cap[l] * 2 + 16;
+	if (lv->nvalues[l] + w->stride > w->cap[l]) {
+		w->cap[l] = w->cap[l] * 2 + w->stride * 4;
 		lv->levels[l] = xreallocarray(lv->levels[l], w->cap[l],
 		    sizeof **lv->levels);
 	}
-	lv->levels[l][lv->nvalues[l]++] = v;
+	v = lv->levels[l] + lv->nvalues[l];
+	lv->nvalues[l] += w->stride;
+	return v;
+}
+
+/* Records one visited item's values in its level. */
+static void
+view_levels_emit(struct view_levels_walk *w, const struct view_levels_item *it)
+{
+	struct view_levels *lv = w->lv;
+	int64_t name = view_levels_name(w, it), *v;
+
+	v = view_levels_slot(w, it->level);
+	if (it->self > lv->max_self)
+		lv->max_self = it->self;
+	if (w->diff) {
+		if (it->base_self > lv->max_self)
+			lv->max_self = it->base_self;
+		v[0] = it->bx;
+		v[1] = it->base_total;
+		v[2] = it->base_self;
+		v[3] = it->x;
+		v[4] = it->total;
+		v[5] = it->self;
+		v[6] = name;
+	} else {
+		v[0] = it->x;
+		v[1] = it->total;
+		v[2] = it->self;
+		v[3] = name;
+	}
+	lv->nodes++;
+}
+
+/* Pushes an item on the walk's stack. */
+static void
+view_levels_push(struct view_levels_walk *w, const struct view_levels_item *it)
+{
+	if (w->nstack == w->stack_cap) {
+		w->stack_cap = w->stack_cap * 2 + 16;
+		w->stack = xreallocarray(w->stack, w->stack_cap,
+		    sizeof *w->stack);
+	}
+	w->stack[w->nstack++] = *it;
 }
 
 /* qsort_r: children by name (arg: the tree). */
@@ -134,27 +190,105 @@ view_levels_cmp_child(const void *a, const void *b, void *arg)
 	    t->names[t->nodes[*(const uint32_t *)b].name]);
 }
 
-/* Records one item's values in its level. */
-static void
-view_levels_emit(struct view_levels_walk *w, const struct view_levels_item *it)
+/* Node n's children of some value, sorted by name, into w->kids. */
+static size_t
+view_levels_kids(struct view_levels_walk *w, uint32_t n)
 {
-	int64_t name = view_levels_name(w, it->is_other ? 0 :
-	    w->t->nodes[it->node].name, it->is_other);
+	const struct view_tree *t = w->t;
+	size_t nk = 0;
+	uint32_t k;
 
-	if (it->self > w->lv->max_self)
-		w->lv->max_self = it->self;
-	if (w->lv->diff && it->base_self > w->lv->max_self)
-		w->lv->max_self = it->base_self;
-	if (w->lv->diff) {
-		view_levels_push(w, it->level, it->bx);
-		view_levels_push(w, it->level, it->base_total);
-		view_levels_push(w, it->level, it->base_self);
+	for (k = t->nodes[n].child; k != 0; k = t->nodes[k].next) {
+		if (t->nodes[k].value == 0 &&
+		    (!w->diff || t->nodes[k].base_value == 0))
+			continue;
+		if (nk == w->kids_cap) {
+			w->kids_cap = w->kids_cap * 2 + 16;
+			w->kids = xreallocarray(w->kids, w->kids_cap,
+			    sizeof *w->kids);
+		}
+		w->kids[nk++] = k;
 	}
-	view_levels_push(w, it->level, it->x);
-	view_levels_push(w, it->level, it->total);
-	view_levels_push(w, it->level, it->self);
-	view_levels_push(w, it->level, name);
-	w->lv->nodes++;
+	if (nk > 1)
+		qsort_r(w->kids, nk, sizeof *w->kids, view_levels_cmp_child,
+		    (void *)t);
+	return nk;
+}
+
+/* Whether a child is drawn, or joins its parent's "other". */
+static int
+view_levels_kept(const struct view_levels_walk *w, const struct view_node *n)
+{
+	if (w->diff)
+		return n->value >= w->min || n->base_value >= w->min;
+	return n->value >= w->min &&
+	    strcmp(w->t->names[n->name], VIEW_LEVELS_OTHER) != 0;
+}
+
+/* Pushes the drawn children of a visited item and their "other". */
+static void
+view_levels_expand(struct view_levels_walk *w,
+    const struct view_levels_item *it)
+{
+	const struct view_tree *t = w->t;
+	const struct view_node *n;
+	struct view_levels_item c;
+	size_t nk, k;
+	int64_t x = it->x + it->self, bx = it->bx + it->base_self;
+	int64_t other = 0, bother = 0;
+
+	nk = view_levels_kids(w, it->node);
+	for (k = 0; k < nk; k++) {
+		n = &t->nodes[w->kids[k]];
+		if (!view_levels_kept(w, n)) {
+			other += n->value;
+			bother += n->base_value;
+			continue;
+		}
+		memset(&c, 0, sizeof c);
+		c.node = w->kids[k];
+		c.level = it->level + 1;
+		c.x = x;
+		c.total = n->value;
+		c.self = n->self;
+		x += n->value;
+		if (w->diff) {
+			c.bx = bx;
+			c.base_total = n->base_value;
+			c.base_self = n->base_self;
+			bx += n->base_value;
+		}
+		view_levels_push(w, &c);
+	}
+	if (other == 0 && (!w->diff || bother == 0))
+		return;
+	memset(&c, 0, sizeof c);
+	c.node = VIEW_LEVELS_NONE;
+	c.level = it->level + 1;
+	c.x = x;
+	c.total = c.self = other;
+	if (w->diff) {
+		c.bx = bx;
+		c.base_total = c.base_self = bother;
+	}
+	view_levels_push(w, &c);
+}
+
+/* Reverses level l node by node (stride values each). */
+static void
+view_levels_reverse(int64_t *v, size_t n, size_t stride)
+{
+	size_t i, j, k;
+	int64_t x;
+
+	if (n < stride)
+		return;
+	for (i = 0, j = n - stride; i < j; i += stride, j -= stride)
+		for (k = 0; k < stride; k++) {
+			x = v[i + k];
+			v[i + k] = v[j + k];
+			v[j + k] = x;
+		}
 }
 
 /* Turns the offsets at start of each stride into deltas. */
@@ -179,103 +313,60 @@ view_levels_build(const struct view_tree *t, size_t max_nodes, int diff,
     struct view_levels *lv)
 {
 	struct view_levels_walk w;
-	struct view_levels_item *stack = NULL, it, c;
-	const struct view_node *n;
-	uint32_t *kids = NULL, k;
-	size_t nstack = 0, capstack = 0, nk, capk = 0, i;
-	int64_t ox, obx, other, bother;
+	struct view_levels_item it;
+	size_t l;
 
 	memset(lv, 0, sizeof *lv);
 	memset(&w, 0, sizeof w);
 	lv->diff = diff;
 	w.t = t;
 	w.lv = lv;
+	w.diff = diff;
 	w.stride = diff ? 7 : 4;
-	w.min = view_levels_min(t, max_nodes, diff);
+	w.other = -1;
+	w.min = view_tree_min_value(t, max_nodes, diff);
 	w.name_of = xcalloc(t->nnames + 1, sizeof *w.name_of);
 	lv->left_ticks = diff ? t->nodes[0].base_value : 0;
 	lv->right_ticks = diff ? t->nodes[0].value : 0;
 	lv->total = t->nodes[0].value + (diff ? t->nodes[0].base_value : 0);
 	memset(&it, 0, sizeof it);
 	it.total = t->nodes[0].value;
-	it.base_total = t->nodes[0].base_value;
-	stack = xreallocarray(NULL, 1, sizeof *stack);
-	capstack = 1;
-	stack[nstack++] = it;
-	while (nstack > 0) {
-		it = stack[--nstack];
+	it.base_total = diff ? t->nodes[0].base_value : 0;
+	view_levels_push(&w, &it);
+	while (w.nstack > 0) {
+		it = w.stack[--w.nstack];
 		view_levels_emit(&w, &it);
-		if (it.is_other)
-			continue;
-		n = &t->nodes[it.node];
-		for (nk = 0, k = n->child; k != 0; k = t->nodes[k].next) {
-			if (nk == capk) {
-				capk = capk * 2 + 16;
-				kids = xreallocarray(kids, capk, sizeof *kids);
-			}
-			kids[nk++] = k;
-		}
-		if (nk > 1)
-			qsort_r(kids, nk, sizeof *kids, view_levels_cmp_child,
-			    (void *)t);
-		/* Children in order; pushed last first so the first pops. */
-		ox = it.x + it.self;
-		obx = it.bx + it.base_self;
-		other = bother = 0;
-		if (nstack + nk + 1 > capstack) {
-			capstack = (nstack + nk + 1) * 2;
-			stack = xreallocarray(stack, capstack, sizeof *stack);
-		}
-		i = nstack;
-		for (k = 0; k < nk; k++) {
-			n = &t->nodes[kids[k]];
-			if ((n->value == 0 && (!diff || n->base_value == 0)) ||
-			    view_levels_weight(n, diff) < w.min ||
-			    strcmp(t->names[n->name],
-			    VIEW_LEVELS_OTHER) == 0) {
-				other += n->value;
-				bother += n->base_value;
-				continue;
-			}
-			memset(&c, 0, sizeof c);
-			c.node = kids[k];
-			c.total = n->value;
-			c.self = n->self;
-			c.base_total = n->base_value;
-			c.base_self = n->base_self;
-			c.x = ox;
-			c.bx = obx;
-			c.level = it.level + 1;
-			ox += c.total;
-			obx += c.base_total;
-			stack[nstack++] = c;
-		}
-		if (other != 0 || bother != 0) {
-			memset(&c, 0, sizeof c);
-			c.is_other = 1;
-			c.total = c.self = other;
-			c.base_total = c.base_self = bother;
-			c.x = ox;
-			c.bx = obx;
-			c.level = it.level + 1;
-			stack[nstack++] = c;
-		}
-		/* Reverse what was pushed so the leftmost child pops first. */
-		for (k = 0; nstack > i && i + k < nstack - 1 - k; k++) {
-			c = stack[i + k];
-			stack[i + k] = stack[nstack - 1 - k];
-			stack[nstack - 1 - k] = c;
-		}
+		if (it.node != VIEW_LEVELS_NONE)
+			view_levels_expand(&w, &it);
 	}
-	if (diff) {
-		view_levels_deltas(lv, 0, 7);
-		view_levels_deltas(lv, 3, 7);
-	} else
-		view_levels_deltas(lv, 0, 4);
-	free(stack);
-	free(kids);
+	for (l = 0; l < lv->nlevels; l++)
+		view_levels_reverse(lv->levels[l], lv->nvalues[l], w.stride);
+	view_levels_deltas(lv, 0, w.stride);
+	if (diff)
+		view_levels_deltas(lv, 3, w.stride);
+	free(w.stack);
+	free(w.kids);
 	free(w.name_of);
 	free(w.cap);
+}
+
+/* An upper bound of view_levels_bytes before building; see .h. */
+size_t
+view_levels_bytes_max(const struct view_tree *t, size_t max_nodes, int diff)
+{
+	int64_t min = view_tree_min_value(t, max_nodes, diff);
+	const struct view_node *n;
+	size_t i, kept = 1;
+
+	for (i = 1; i < t->n; i++) {
+		n = &t->nodes[i];
+		if ((n->value != 0 && n->value >= min) || (diff &&
+		    n->base_value != 0 && n->base_value >= min))
+			kept++;
+	}
+	/* Each drawn node may add an "other" below it. */
+	return VIEW_LEVELS_NODE_BYTES(diff) * (2 * kept + 1) +
+	    (t->nnames + 1) * (2 * sizeof (char *) + sizeof (uint32_t));
 }
 
 /* Frees the levels (not the names: the tree's). */
@@ -296,8 +387,8 @@ view_levels_clear(struct view_levels *lv)
 size_t
 view_levels_bytes(const struct view_levels *lv)
 {
-	return lv->nodes * (lv->diff ? 7 : 4) * sizeof (int64_t) * 2 +
-	    lv->nnames * sizeof (char *) + lv->nlevels * 64;
+	return VIEW_LEVELS_NODE_BYTES(lv->diff) * lv->nodes +
+	    lv->nnames * 2 * sizeof (char *);
 }
 
 /* The Level messages of lv (their values point into lv). */
@@ -381,14 +472,11 @@ view_levels_flamegraph_diff_free(Querier__V1__FlameGraphDiff *fg)
 	free(fg);
 }
 
-/* The flamebearer object and metadata of a render answer. */
-static json_t *
-view_levels_bearer(const struct view_levels *lv, const char *name,
-    const char *unit, const char *format)
+/* The flamebearer object of lv: names, levels, numTicks, maxSelf. */
+json_t *
+view_levels_flamebearer(const struct view_levels *lv)
 {
-	json_t *names = json_array(), *levels = json_array(), *l, *meta;
-	const char *units = unit;
-	json_int_t rate = 100;
+	json_t *names = json_array(), *levels = json_array(), *l;
 	size_t i, j;
 
 	for (i = 0; i < lv->nnames; i++)
@@ -396,10 +484,29 @@ view_levels_bearer(const struct view_levels *lv, const char *name,
 	for (i = 0; i < lv->nlevels; i++) {
 		l = json_array();
 		for (j = 0; j < lv->nvalues[i]; j++)
-			json_array_append_new(l, json_integer(lv->levels[i][j]));
+			json_array_append_new(l,
+			    json_integer(lv->levels[i][j]));
 		json_array_append_new(levels, l);
 	}
-	/* Pyroscope's units by sample type (ExportToFlamebearer). */
+	return json_pack("{s:o, s:o, s:I, s:I}", "names", names, "levels",
+	    levels, "numTicks", (json_int_t)lv->total, "maxSelf",
+	    (json_int_t)lv->max_self);
+}
+
+/*
+ * A render answer as Pyroscope's FlamebearerProfile encodes it: version,
+ * flamebearer, metadata (units and sample rate by sample type, as its
+ * ExportToFlamebearer), timeline (may be NULL: null), no groups, no
+ * heatmap, and leftTicks, rightTicks when not 0 (omitempty).
+ */
+static json_t *
+view_levels_body(const struct view_levels *lv, const char *name,
+    const char *unit, json_t *timeline)
+{
+	const char *units = unit;
+	json_int_t rate = 100;
+	json_t *body;
+
 	if (strcmp(name, "cpu") == 0) {
 		units = "samples";
 		rate = 1000000000;
@@ -407,12 +514,21 @@ view_levels_bearer(const struct view_levels *lv, const char *name,
 	    strcmp(name, "alloc_objects") == 0 ||
 	    strcmp(name, "goroutine") == 0 || strcmp(name, "samples") == 0)
 		units = "objects";
-	meta = json_pack("{s:s, s:s, s:I, s:s, s:s}", "format", format,
-	    "spyName", "", "sampleRate", rate, "units", units, "name", name);
-	return json_pack("{s:i, s:{s:o, s:o, s:I, s:I}, s:o}", "version", 1,
-	    "flamebearer", "names", names, "levels", levels, "numTicks",
-	    (json_int_t)lv->total, "maxSelf", (json_int_t)lv->max_self,
-	    "metadata", meta);
+	body = json_pack("{s:i, s:o, s:{s:s, s:s, s:I, s:s, s:s}, s:o, s:n, "
+	    "s:n}", "version", 1, "flamebearer", view_levels_flamebearer(lv),
+	    "metadata", "format", lv->diff ? "double" : "single", "spyName",
+	    "", "sampleRate", rate, "units", units, "name", name,
+	    "timeline", timeline != NULL ? timeline : json_null(), "groups",
+	    "heatmap");
+	if (body == NULL)
+		return NULL;
+	if (lv->diff && lv->left_ticks != 0)
+		json_object_set_new(body, "leftTicks",
+		    json_integer(lv->left_ticks));
+	if (lv->diff && lv->right_ticks != 0)
+		json_object_set_new(body, "rightTicks",
+		    json_integer(lv->right_ticks));
+	return body;
 }
 
 /* The render JSON of a single flame graph; see view_levels.h. */
@@ -421,16 +537,14 @@ view_levels_render(const struct view_levels *lv, const char *name,
     const char *unit, int64_t start, int64_t step, const int64_t *samples,
     size_t n)
 {
-	json_t *body = view_levels_bearer(lv, name, unit, "single");
 	json_t *s = json_array();
 	size_t i;
 
 	for (i = 0; i < n; i++)
 		json_array_append_new(s, json_integer(samples[i]));
-	json_object_set_new(body, "timeline", json_pack("{s:I, s:o, s:I}",
-	    "startTime", (json_int_t)start, "samples", s, "durationDelta",
-	    (json_int_t)step));
-	return body;
+	return view_levels_body(lv, name, unit, json_pack("{s:I, s:o, s:I, "
+	    "s:n}", "startTime", (json_int_t)start, "samples", s,
+	    "durationDelta", (json_int_t)step, "watermarks"));
 }
 
 /* The render JSON of a diff; see view_levels.h. */
@@ -438,9 +552,5 @@ json_t *
 view_levels_render_diff(const struct view_levels *lv, const char *name,
     const char *unit)
 {
-	json_t *body = view_levels_bearer(lv, name, unit, "double");
-
-	json_object_set_new(body, "leftTicks", json_integer(lv->left_ticks));
-	json_object_set_new(body, "rightTicks", json_integer(lv->right_ticks));
-	return body;
+	return view_levels_body(lv, name, unit, NULL);
 }

@@ -4,9 +4,11 @@
  * Level 0 is the root ("total"); each node is [x_offset, total, self,
  * name] (a diff: [left_offset, left_total, left_self, right_offset,
  * right_total, right_self, name]), offsets relative to the end of the
- * node before it in its level, children in the order of their names.
- * Past max_nodes, the children under the max_nodes-th largest total are
- * folded into one "other" child per parent, as Pyroscope does.
+ * node before it in its level, children in the order of their names,
+ * names numbered as Pyroscope numbers them. Past max_nodes, the children
+ * under the max_nodes-th largest total (view_tree_min_value) are folded
+ * into one "other" child per parent, as Pyroscope does. The baseline is
+ * the left side of a diff, as Pyroscope's Diff(left, right) takes it.
  */
 #ifndef PROFD_VIEW_LEVELS_H
 #define PROFD_VIEW_LEVELS_H
@@ -39,8 +41,14 @@ struct view_levels {
 void	view_levels_build(const struct view_tree *t, size_t max_nodes,
 	    int diff, struct view_levels *out);
 void	view_levels_clear(struct view_levels *);
-/* The bytes the levels hold, about. */
+/* The bytes the levels hold (with their messages' Level structs), about. */
 size_t	view_levels_bytes(const struct view_levels *);
+/*
+ * At least what view_levels_build(t, max_nodes, diff) will hold and use
+ * while it runs, known before building: for charging first.
+ */
+size_t	view_levels_bytes_max(const struct view_tree *t, size_t max_nodes,
+	    int diff);
 
 /* The protobuf-c messages of the levels (valid while lv is). */
 Querier__V1__FlameGraph		*view_levels_flamegraph(
@@ -52,15 +60,26 @@ Querier__V1__FlameGraphDiff	*view_levels_flamegraph_diff(
 void				 view_levels_flamegraph_diff_free(
 				    Querier__V1__FlameGraphDiff *);
 
+/* The flamebearer object: {names, levels, numTicks, maxSelf}. */
+json_t	*view_levels_flamebearer(const struct view_levels *lv);
 /*
- * Pyroscope's render JSON (flamebearer, metadata, timeline) of a single
- * flame graph of sample type name/unit, with the timeline's n sums from
- * Unix second start, step seconds apart.
+ * Pyroscope's render JSON of a single flame graph of sample type
+ * name/unit: {version 1, flamebearer, metadata {format "single", spyName
+ * "", sampleRate, units, name}, timeline {startTime, samples,
+ * durationDelta, watermarks null}, groups null, heatmap null}; the
+ * timeline's n sums from Unix second start, step seconds apart (the
+ * caller fills empty buckets with 0, as Pyroscope's timeline.New).
+ * units and sampleRate as Pyroscope's ExportToFlamebearer: cpu is
+ * "samples" at 1e9, *_objects, goroutine and samples are "objects", else
+ * unit, at 100. NULL if jansson could not allocate.
  */
 json_t	*view_levels_render(const struct view_levels *lv, const char *name,
 	    const char *unit, int64_t start, int64_t step,
 	    const int64_t *samples, size_t n);
-/* The same of a diff (format "double", leftTicks, rightTicks). */
+/*
+ * The same of a diff: format "double", timeline null, leftTicks and
+ * rightTicks (left out when 0, as Go's omitempty).
+ */
 json_t	*view_levels_render_diff(const struct view_levels *lv,
 	    const char *name, const char *unit);
 

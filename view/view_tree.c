@@ -100,6 +100,90 @@ view_tree_name(const struct view_tree *t, uint32_t i)
 	return t->names[t->nodes[i].name];
 }
 
+/*
+ * A node's weight against the node budget: its total, or in a diff the
+ * larger side compared as unsigned (as Pyroscope's combineMinValues).
+ */
+static int64_t
+view_tree_weight(const struct view_node *nd, int diff)
+{
+	if (!diff)
+		return nd->value;
+	return (uint64_t)nd->base_value > (uint64_t)nd->value ?
+	    nd->base_value : nd->value;
+}
+
+/* Restores the min-heap h[0..n) from its root down. */
+static void
+view_tree_heap_down(int64_t *h, size_t n)
+{
+	size_t i = 0, c;
+	int64_t v;
+
+	for (;;) {
+		c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && h[c + 1] < h[c])
+			c++;
+		if (h[i] <= h[c])
+			break;
+		v = h[i];
+		h[i] = h[c];
+		h[c] = v;
+		i = c;
+	}
+}
+
+/* Adds v to the min-heap h[0..*n). */
+static void
+view_tree_heap_push(int64_t *h, size_t *n, int64_t v)
+{
+	size_t i = (*n)++, p;
+
+	h[i] = v;
+	while (i > 0 && h[p = (i - 1) / 2] > h[i]) {
+		h[i] = h[p];
+		h[p] = v;
+		i = p;
+	}
+}
+
+/* The node budget's least total; see view_tree.h. */
+int64_t
+view_tree_min_value(const struct view_tree *t, size_t max_nodes, int diff)
+{
+	const struct view_node *nd;
+	size_t i, count = diff ? 1 : 0, nh = 0;
+	int64_t *h, w, min;
+
+	if (max_nodes == 0)
+		return 0;
+	for (i = 1; i < t->n; i++) {
+		nd = &t->nodes[i];
+		if (nd->value != 0 || (diff && nd->base_value != 0))
+			count++;
+	}
+	if (count <= max_nodes)
+		return 0;
+	h = xcalloc(max_nodes, sizeof *h);
+	for (i = diff ? 0 : 1; i < t->n; i++) {
+		nd = &t->nodes[i];
+		if (i != 0 && nd->value == 0 && (!diff || nd->base_value == 0))
+			continue;
+		w = view_tree_weight(nd, diff);
+		if (nh < max_nodes)
+			view_tree_heap_push(h, &nh, w);
+		else if (w > h[0]) {
+			h[0] = w;
+			view_tree_heap_down(h, nh);
+		}
+	}
+	min = h[0];
+	free(h);
+	return min;
+}
+
 /* Puts name index i into the name table (which has room). */
 static void
 view_tree_name_slot(struct view_tree *t, uint32_t i)

@@ -70,6 +70,17 @@ void	view_tree_add(struct view_tree *, const pprof_profile_t *p, int idx,
  */
 void	view_tree_keep_call_site(pprof_profile_t *p,
 	    const char *const *call_site, size_t n);
+/*
+ * The least total a node needs to stay within max_nodes nodes, as
+ * Pyroscope's trees compute it: the max_nodes-th largest total of the
+ * tree's nodes (the root left out), or 0 when max_nodes is 0 or the tree
+ * has no more nodes. diff: each node weighs the larger of its two sides
+ * and the root counts as a node (Pyroscope's diff). Nodes of no value
+ * (both sides in a diff) are no nodes. Uses max_nodes * 8 bytes while it
+ * runs (no more than the tree's nodes).
+ */
+int64_t	view_tree_min_value(const struct view_tree *, size_t max_nodes,
+	    int diff);
 /* The bytes the tree holds (nodes, names, hash tables), about. */
 size_t	view_tree_bytes(const struct view_tree *);
 /* The name of node i. */

@@ -295,6 +295,85 @@ test_main_mapping(void)
 	tb_free(c);
 }
 
+/*
+ * A multi-threaded program's samples may all start in libc (the threads'
+ * entry) and never pass through its executable: the executable every
+ * input has first is still the result's first mapping (its first copy,
+ * used by no location, as the agents write it), not libc.
+ */
+static void
+test_main_mapping_unused(void)
+{
+	struct tb *a = exe_profile(0x550000000000, 0, 0);
+	struct tb *b = exe_profile(0x560000000000, 0, 0);
+	Perftools__Profiles__Profile *ps[] = { &a->p, &b->p }, *r;
+	struct merge *m = merge_these(ps, 2, NULL);
+	size_t i, used = 0;
+
+	r = (Perftools__Profiles__Profile *)merge_result(m);
+	ok(r != NULL && r->n_mapping == 2 &&
+	    strcmp(first_mapping(r), "/usr/bin/app") == 0 &&
+	    r->mapping[0]->memory_start == 0x550000000000 &&
+	    r->mapping[0]->id == 1, "no sample in the executable: still "
+	    "first (%s, %zu mappings)", r != NULL ? first_mapping(r) : "-",
+	    r != NULL ? r->n_mapping : 0);
+	for (i = 0; r != NULL && i < r->n_location; i++)
+		used += r->location[i]->mapping_id == 1;
+	ok(r != NULL && used == 0 && r->n_location == 1 &&
+	    r->location[0]->mapping_id == 2, "...no location uses it, the "
+	    "libc location's mapping id follows (2)");
+	raw_check(m);
+	merge_free(m);
+	tb_free(a);
+	tb_free(b);
+}
+
+/*
+ * Shares of a parallel merge carry their inputs' votes, not their
+ * result's first mapping: a share of two libc-first inputs and one
+ * executable-first (its result has libc first) joined with a share of
+ * two executable-first inputs is named after the executable (3 to 2),
+ * whichever share is folded into which.
+ */
+static void
+test_main_mapping_shares(void)
+{
+	struct tb *in[5];
+	Perftools__Profiles__Profile *ps[5], *r;
+	struct merge *x, *y, *x2, *y2;
+	size_t i;
+
+	for (i = 0; i < 5; i++) {
+		in[i] = exe_profile(0x550000000000 + (i << 32), 1, i < 2);
+		ps[i] = &in[i]->p;
+	}
+	x = merge_these(ps, 3, NULL);
+	y = merge_these(ps + 3, 2, NULL);
+	r = (Perftools__Profiles__Profile *)merge_result(x);
+	ok(r != NULL && strcmp(first_mapping(r), "/lib/libc.so.6") == 0,
+	    "a share of mostly libc-first inputs has libc first (%s)",
+	    r != NULL ? first_mapping(r) : "-");
+	ok(merge_combine(y, x, NULL) == 0, "combine the libc-first share in");
+	r = (Perftools__Profiles__Profile *)merge_result(y);
+	ok(r != NULL && strcmp(first_mapping(r), "/usr/bin/app") == 0,
+	    "joined: the executable most inputs had first (%s)",
+	    r != NULL ? first_mapping(r) : "-");
+	x2 = merge_these(ps, 3, NULL);
+	y2 = merge_these(ps + 3, 2, NULL);
+	ok(merge_combine(x2, y2, NULL) == 0, "combine the other way");
+	r = (Perftools__Profiles__Profile *)merge_result(x2);
+	ok(r != NULL && strcmp(first_mapping(r), "/usr/bin/app") == 0,
+	    "...the same (%s)", r != NULL ? first_mapping(r) : "-");
+	ok(merge_count(y) == 5 && merge_count(x2) == 5,
+	    "both count the five inputs");
+	merge_free(x);
+	merge_free(y);
+	merge_free(x2);
+	merge_free(y2);
+	for (i = 0; i < 5; i++)
+		tb_free(in[i]);
+}
+
 static void
 test_labels(void)
 {
@@ -886,6 +965,8 @@ main(void)
 	test_address_independence();
 	test_unsymbolized();
 	test_main_mapping();
+	test_main_mapping_shares();
+	test_main_mapping_unused();
 	test_labels();
 	test_zero_samples();
 	test_no_sample_types();

@@ -150,6 +150,7 @@ main(void)
 
 	/* hide by file name: inline.h; its sample goes to b. */
 	regcomp(&re, "inline\\.h", REG_EXTENDED | REG_NOSUB);
+	memset(&f, 0, sizeof f);	/* no call site */
 	f.focus = NULL;
 	f.hide = &re;
 	view_tree_init(&t);
