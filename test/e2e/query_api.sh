@@ -8,7 +8,7 @@
 # total and self per function equal `go tool pprof -top`'s of the same
 # stored files; SelectMergeProfile's and the PPROF format's profiles open in
 # go tool pprof with the same top; SelectSeries' points equal
-# /api/0/timeline's (step 1 s and both sides' default); the tree bytes
+# /api/0/timeline's (steps 1 and 10 s); the tree bytes
 # decode to the same totals; max_nodes and call sites; group_by and limit;
 # Diff's ticks are both sides' totals; ProfileTypes,
 # LabelNames, LabelValues and Series list exactly what was uploaded; the
@@ -96,11 +96,10 @@ put nodewall other build=A $C/node/datadog/wall_0[1-3].pb.gz
 
 # series_vs_timeline SERVICE TYPE ID SAMPLE_TYPE STEP: SelectSeries of
 # the service's window (LO_S to HI_S) against /api/0/timeline's buckets
-# that hold profiles; STEP 0: both sides' own default step.
+# that hold profiles.
 series_vs_timeline() {
-	local svc=$1 type=$2 id=$3 st=$4 step=$5 sp=
-	[ "$step" = 0 ] || sp="&step=$step"
-	api "/api/0/timeline?service=$svc&type=$type&sample_type=$st&from=$LO_S&to=$HI_S$sp" \
+	local svc=$1 type=$2 id=$3 st=$4 step=$5
+	api "/api/0/timeline?service=$svc&type=$type&sample_type=$st&from=$LO_S&to=$HI_S&step=$step" \
 	    "${R[@]}" >"$T_TMP/tl.json"
 	jq -r '.body.points[] | select(.[2] > 0) | "\(.[0] * 1000) \(.[1])"' \
 	    "$T_TMP/tl.json" >"$T_TMP/tl.pts"
@@ -108,7 +107,7 @@ series_vs_timeline() {
 	    jq -r '.series[]?.points[] | "\(.timestamp) \(.value // 0)"' \
 	    >"$T_TMP/ss.pts"
 	if [ -s "$T_TMP/tl.pts" ] && cmp -s "$T_TMP/ss.pts" "$T_TMP/tl.pts"; then
-		ok "$svc $id: SelectSeries step $step: $(wc -l <"$T_TMP/ss.pts") points = /api/0/timeline's (step $(jq .body.step "$T_TMP/tl.json"))"
+		ok "$svc $id: SelectSeries step $step: $(wc -l <"$T_TMP/ss.pts") points = /api/0/timeline's"
 	else
 		not_ok "$svc $id: SelectSeries step $step differs from /api/0/timeline"
 		diff "$T_TMP/ss.pts" "$T_TMP/tl.pts" | head -4 | sed 's/^/# /'
@@ -142,6 +141,10 @@ check_kind() {
 		if [ "$total" != "$ptotal" ]; then
 			not_ok "$svc $id: flame graph total $total, pprof $ptotal"
 			head -c 300 "$T_TMP/fg.json" | sed 's/^/# /'; echo
+		elif [ "$(jq -c '[.flamegraph.names[0], (.flamegraph.levels[0].values | map(tonumber))]' "$T_TMP/fg.json")" != "[\"total\",[0,$total,0,0]]" ]; then
+			not_ok "$svc $id: the first level is not the root total"
+			jq -c '[.flamegraph.names[0], .flamegraph.levels[0]]' \
+			    "$T_TMP/fg.json" | sed 's/^/# /'
 		elif ! cmp -s "$T_TMP/fg.self" "$T_TMP/pp.flat"; then
 			not_ok "$svc $id: self per function differs from pprof's flat"
 			diff "$T_TMP/fg.self" "$T_TMP/pp.flat" | head -6 |
@@ -149,17 +152,25 @@ check_kind() {
 		else
 			ok "$svc $id: flame graph total and self per function = pprof -top ($(wc -l <"$T_TMP/fg.self") functions)"
 		fi
-		# SelectMergeProfile: the one sample type, pprof's top again.
-		q SelectMergeProfile "$req" --out "$T_TMP/smp.pb" >/dev/null
+		# SelectMergeProfile: the one sample type, a value a sample,
+		# none 0; pprof's top again.
+		q SelectMergeProfile "$req" --out "$T_TMP/smp.pb" >"$T_TMP/smp.json"
 		top 0 "$T_TMP/smp.pb" >"$T_TMP/smp.top"
-		if cmp -s "$T_TMP/smp.top" "$T_TMP/pp"; then
-			ok "$svc $id: SelectMergeProfile's pprof has pprof's top"
+		shape=$(jq -c '[(.sampleType | length),
+		    .stringTable[.sampleType[0].type // "0" | tonumber],
+		    ([.sample[].value | length] | unique),
+		    ([.sample[].value[] | select(. == "0")] | length)]' \
+		    "$T_TMP/smp.json")
+		if [ "$shape" != "[1,\"$name\",[1],0]" ]; then
+			not_ok "$svc $id: SelectMergeProfile: [sample types, its name, values a sample, zero values] $shape"
+		elif cmp -s "$T_TMP/smp.top" "$T_TMP/pp"; then
+			ok "$svc $id: SelectMergeProfile's pprof: $name only, no zero samples, pprof's top"
 		else
 			not_ok "$svc $id: SelectMergeProfile's top differs"
 			diff "$T_TMP/smp.top" "$T_TMP/pp" | head -4 | sed 's/^/# /'
 		fi
 		series_vs_timeline "$svc" "$type" "$id" "$name" 1
-		series_vs_timeline "$svc" "$type" "$id" "$name" 0
+		series_vs_timeline "$svc" "$type" "$id" "$name" 10
 		i=$((i + 1))
 	done < <(types_of "$1")
 }
@@ -297,6 +308,18 @@ n=$(jq '[.flamegraph.levels[].values | length / 4] | add' "$T_TMP/small.json")
 other=$(jq '[.flamegraph.names[] | select(. == "other")] | length' "$T_TMP/small.json")
 check "max_nodes 20: $n nodes (at most 20, the root and the others)" \
     test "$n" -le 42 -a "$other" = 1
+# Pyroscope's budget: the nodes kept are those whose total is at least the
+# 20th largest node total of the whole graph (the root left out)
+# nodes FILE: "total name" of every node but the root and the others
+nodes() {
+	jq -r '.flamegraph as $f | $f.levels[1:][].values |
+	    range(0; length; 4) as $i | "\(.[$i+1]) \($f.names[.[$i+3] | tonumber])"' \
+	    "$1" | awk '$2 != "other"'
+}
+cut20=$(nodes "$T_TMP/bin.json" | sort -rn | sed -n 20p | cut -d' ' -f1)
+is "$(nodes "$T_TMP/small.json" | sort -n | awk '{ print $1 }' | paste -sd' ')" \
+    "$(nodes "$T_TMP/bin.json" | awk -v c="$cut20" '$1 >= c { print $1 }' | sort -n | paste -sd' ')" \
+    "max_nodes 20: the nodes kept are the whole graph's of total >= the 20th largest ($cut20)"
 is "$(jq -r .flamegraph.total "$T_TMP/small.json")" \
     "$(jq -r .flamegraph.total "$T_TMP/bin.json")" "max_nodes keeps the total"
 # call site: the first root child's subtree, by its own total

@@ -146,6 +146,12 @@ q SelectSeries "{$SS,\"step\":3600}" >"$T_TMP/ss.json"
 is "$(pts "$T_TMP/ss.json")" "$S $(sum 0 1 2 3)
 $((S + 3600000)) $(sum 4 5)" "SelectSeries step 3600: two buckets' sums"
 is "$(tl 3600 '.[1]')" "$(pts "$T_TMP/ss.json")" "= /api/0/timeline's"
+# no step: about 200 buckets over the window (90 minutes: about 27 s)
+q SelectSeries "{$SS}" >"$T_TMP/ss.json"
+is "$(pts "$T_TMP/ss.json" | awk -v h=$S '{ k = NR - 1; t = (h + k * 900000)
+    print ($1 <= t && $1 > t - 54000) ? "in" : "out:" $1, $2 }')" \
+    "$(for k in 0 1 2 3 4 5; do echo "in ${TOT[k]}"; done)" \
+    "no step: a point per profile, its bucket's start at most 54 s before it"
 q SelectSeries "{$SS,\"step\":3600,\"aggregation\":\"TIME_SERIES_AGGREGATION_TYPE_AVERAGE\"}" >"$T_TMP/avg.json"
 is "$(pts "$T_TMP/avg.json")" "$(tl 3600 '.[1] / .[2]')" \
     "AVERAGE: the mean per profile = the timeline's sum / profiles"
