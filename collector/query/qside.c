@@ -126,8 +126,10 @@ qside_load(struct httpjob *job, struct budget_acct *acct, struct qside *s)
 
 	if (qfind_pieces(job, &s->f, &ids, &nids, &s->profiles) != 0)
 		return -1;
-	if (nids == 0)
+	if (nids == 0) {
+		store_free_strings(ids, 0);	/* (rows: an array of none) */
 		return 0;
+	}
 	if (api_merge_bytes(job, ids, nids, 1, &out, &outlen) != 0) {
 		store_free_strings(ids, nids);
 		return -1;
