@@ -9,7 +9,8 @@
 # them; the legacy render API's 400s; 304 requests mutated from valid ones
 # of every method (binary as protobuf-es encodes them, JSON, gzipped) get
 # no 5xx and every refusal is a Connect error. /metrics then shows no 500
-# on the route.
+# on the route. Then busy (unavailable), late (deadline_exceeded) and past
+# --merge-memory (resource_exhausted).
 . "${top_srcdir:-.}/test/lib/e2e.sh"
 
 C=$PROFD_CORPUS
@@ -327,4 +328,41 @@ is "$HTTP_CODE" 200 "profd still serves"
 api /metrics >"$T_TMP/metrics"
 is "$(grep -c 'route="query",code="500"' "$T_TMP/metrics")" 0 \
     "no 500 on the query route"
+
+# Busy and late: the same store again with --max-merges 1 and
+# --request-timeout 1; six merges of large heap profiles (a second's work
+# on a loaded machine) at once: the first runs (200, or 504
+# deadline_exceeded at the timeout), the others are refused at once with
+# 503 unavailable. Then --merge-memory 1M: resource_exhausted.
+profd_stop
+profd_start --auth-file "$tokens" --max-merges 1 --request-timeout 1 ||
+    { not_ok "profd starts again"; done_testing; }
+bad=0
+for f in $G/bigstacks/allocs_[AB]_0[12].pb.gz; do
+	upload "$f" "service=big&type=heap" "${W[@]}" >/dev/null
+	[ "$HTTP_CODE" = 200 ] || bad=$((bad + 1))
+done
+is "$bad" 0 "four large heap profiles stored"
+BIG="{\"profileTypeID\":\"memory:alloc_space:bytes:space:bytes\",\"labelSelector\":\"{service_name=\\\"big\\\"}\",\"start\":\"$START\",\"end\":\"$END\"}"
+cfg=$T_TMP/busy.cfg
+: >"$cfg"
+for i in 1 2 3 4 5 6; do
+	batch_add "$cfg" "$T_TMP/busy.$i" \
+	    "/querier.v1.QuerierService/SelectMergeStacktraces" \
+	    "data = \"$(sed 's/["\\]/\\&/g' <<<"$BIG")\"" \
+	    'header = "Content-Type: application/json"' \
+	    'header = "Authorization: Bearer reader-0123456789"'
+done
+curl -s --no-progress-meter --parallel --parallel-immediate --parallel-max 6 \
+    -K "$cfg" >/dev/null 2>&1
+ans=$(for i in 1 2 3 4 5 6; do
+	jq -r 'if .flamegraph then "200" else .code end' "$T_TMP/busy.$i"
+done | sort | uniq -c | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }')
+check "six merges at once, --max-merges 1: $ans" \
+    grep -qE '^((200|deadline_exceeded) x1, )?unavailable x[56]$' <<<"$ans"
+profd_stop
+profd_start --auth-file "$tokens" --merge-memory 1M ||
+    { not_ok "profd starts again"; done_testing; }
+call x SelectMergeStacktraces $J "$BIG" "${R[@]}"
+expect "a merge past --merge-memory" 429 resource_exhausted "merge-memory"
 done_testing
